@@ -1,0 +1,53 @@
+# The two commands a newcomer needs: `make run` and `make test`.
+# Django 5.2 LTS: needs Python 3.11 or newer. We look for one and refuse with
+# a clear message if there is none.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyenv/versions/3.1[123]*/bin/python3; do \
+	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
+	done)
+
+.PHONY: run test lint format bench-ingest bench-search clean python
+
+python:
+	@if [ -z "$(PYTHON)" ]; then \
+	  echo "threadmem needs Python 3.11 or newer (Django 5.2 LTS); none was found on PATH or in ~/.pyenv." >&2; \
+	  echo "Install one (e.g. apt-get install python3.11) or pass PYTHON=/path/to/python3.11." >&2; exit 1; fi
+
+$(VENV)/.installed-run: requirements.txt | python
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py demo --host $(HOST) --port $(PORT)
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+format: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench-ingest: $(VENV)/.installed-dev
+	$(PY) bench/ingest.py
+
+bench-search: $(VENV)/.installed-dev
+	$(PY) bench/search.py
+
+clean:
+	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Pure helpers with no ORM: JSON leaves, query terms, windows."""

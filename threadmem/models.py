@@ -1,0 +1,260 @@
+"""threadmem's domain: threads, generations, messages and what is logged about them.
+
+Rows here enforce single-row rules only; anything spanning rows lives in
+``services.py`` (writes) and ``selectors.py`` (reads).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Thread(models.Model):
+    """One conversation of one agent, addressed by its unique ``channel``.
+
+    A fork points at its parent thread and at the parent's message it was
+    forked from: the parent's history up to and including that message is the
+    fork's ancestry (searchable, and the start of its context).
+    """
+
+    channel = models.CharField(max_length=255, unique=True)
+    title = models.CharField(max_length=500, blank=True, default="")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="threads")
+    isolated = models.BooleanField(default=False)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="forks")
+    fork_message = models.ForeignKey("Message", null=True, blank=True, on_delete=models.PROTECT, related_name="forks")
+    current_generation = models.PositiveIntegerField(default=1)
+    # The next message's seq. Appends bump it with one UPDATE, which takes the
+    # row lock: concurrent appends to one thread serialize there and get a
+    # gap-free, duplicate-free order.
+    next_seq = models.BigIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-last_activity_at", "-id"]
+        permissions = [("isolate", "Can toggle isolation of threads and messages")]
+
+    def __str__(self) -> str:
+        return self.channel
+
+
+class Generation(models.Model):
+    """One stretch of a thread between two compactions.
+
+    ``summary_message`` is the compaction summary *of* this generation: the
+    ``kind=summary`` message that opens the next one (it is stored in the next
+    generation). It is empty until this generation is compacted.
+    """
+
+    class State(models.TextChoices):
+        OPEN = "open"
+        COMPACTING = "compacting"
+        CLOSED = "closed"
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="generations")
+    number = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.OPEN)
+    started_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    summary_message = models.OneToOneField(
+        "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="summarized_generation"
+    )
+
+    class Meta:
+        ordering = ["thread_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["thread", "number"], name="generation_unique_number")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}#{self.number}"
+
+
+class Message(models.Model):
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+        SYSTEM = "system"
+
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        MACHINE_EVENT = "machine_event"
+        SUMMARY = "summary"
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    # The generation *number* within the thread; compaction moves late
+    # arrivals to the next generation with one UPDATE on this column.
+    generation = models.PositiveIntegerField()
+    seq = models.BigIntegerField()
+    role = models.CharField(max_length=16, choices=Role.choices)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.MESSAGE)
+    content = models.TextField(blank=True, default="")
+    # Assistant tool calls: [{"id", "name", "arguments": {...}}]. Their string
+    # leaves are also stored in ToolArgument so search never parses JSON.
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=255, blank=True, default="")
+    session_id = models.CharField(max_length=255, blank=True, default="")
+    model_visible = models.BooleanField(default=True)
+    isolated = models.BooleanField(default=False)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["thread_id", "seq"]
+        constraints = [models.UniqueConstraint(fields=["thread", "seq"], name="message_unique_seq")]
+        indexes = [models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}:{self.seq} {self.role}"
+
+    @property
+    def searchable(self) -> bool:
+        """What every model-facing read and search may show (SPEC §2 exclusions)."""
+        return (
+            self.kind == self.Kind.MESSAGE
+            and self.model_visible
+            and not self.isolated
+            and self.superseded_by_id is None
+        )
+
+
+# The row filter behind ``Message.searchable``, for querysets.
+SEARCHABLE = Q(kind=Message.Kind.MESSAGE, model_visible=True, isolated=False, superseded_by__isnull=True)
+
+
+class ToolArgument(models.Model):
+    """One string leaf of one tool call's arguments, with its path.
+
+    ``path`` is what search shows as ``field=tool_args.<path>``, e.g.
+    ``command`` or ``files[0].path``.
+    """
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="tool_arguments")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
+    call_index = models.PositiveIntegerField()
+    tool_call_id = models.CharField(max_length=255, blank=True, default="")
+    tool_name = models.CharField(max_length=255, blank=True, default="")
+    path = models.CharField(max_length=1000)
+    value = models.TextField()
+
+    class Meta:
+        ordering = ["message_id", "call_index", "id"]
+        indexes = [models.Index(fields=["thread", "message"], name="toolarg_thread_message")]
+
+    def __str__(self) -> str:
+        return f"{self.message_id} tool_args.{self.path}"
+
+
+class Compaction(models.Model):
+    """One compaction of one generation: its history and its claim."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="compactions")
+    generation = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    task_id = models.CharField(max_length=255, blank=True, default="")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    trigger = models.CharField(max_length=32, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cut_seq = models.BigIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=255, blank=True, default="")
+    input_chars = models.BigIntegerField(null=True, blank=True)
+    output_chars = models.BigIntegerField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    summary_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # At most one live compaction per generation: a second request
+            # finds the running one instead of starting another.
+            models.UniqueConstraint(
+                fields=["thread", "generation"],
+                condition=Q(status__in=["pending", "running"]),
+                name="compaction_one_live_per_generation",
+            ),
+            models.UniqueConstraint(
+                fields=["thread", "generation"],
+                condition=Q(status="succeeded"),
+                name="compaction_one_success_per_generation",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"compaction of {self.thread_id}#{self.generation} ({self.status})"
+
+
+class ToolCall(models.Model):
+    """The tool-call log: every memory-tool call the service answered."""
+
+    class Tool(models.TextChoices):
+        SEARCH_MEMORY = "search_memory"
+        MESSAGE_CONTEXT_READ = "message_context_read"
+
+    class Surface(models.TextChoices):
+        API = "api"
+        AGENT = "agent"
+        CONSOLE = "console"
+        MCP = "mcp"
+        CLI = "cli"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.SET_NULL, related_name="tool_calls")
+    caller = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    surface = models.CharField(max_length=16, choices=Surface.choices, default=Surface.API)
+    tool = models.CharField(max_length=32, choices=Tool.choices)
+    arguments = models.JSONField(default=dict)
+    hits_total = models.PositiveIntegerField(default=0)
+    hits_shown = models.PositiveIntegerField(default=0)
+    chars_returned = models.PositiveIntegerField(default=0)
+    truncated = models.BooleanField(default=False)
+    latency_ms = models.FloatField(default=0.0)
+    status_code = models.PositiveIntegerField(default=200)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["thread", "created_at"], name="toolcall_thread_time")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class IsolationEvent(models.Model):
+    """The audit trail of isolation toggles: who set what, when."""
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    thread = models.ForeignKey(Thread, null=True, blank=True, on_delete=models.CASCADE, related_name="isolation_events")
+    message = models.ForeignKey(
+        Message, null=True, blank=True, on_delete=models.CASCADE, related_name="isolation_events"
+    )
+    isolated = models.BooleanField()
+    surface = models.CharField(max_length=16, default="api")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(thread__isnull=False) | Q(message__isnull=False), name="isolation_event_has_target"
+            )
+        ]
+
+    def __str__(self) -> str:
+        target = f"message {self.message_id}" if self.message_id else f"thread {self.thread_id}"
+        return f"{target} isolated={self.isolated}"

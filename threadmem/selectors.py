@@ -1,0 +1,143 @@
+"""Reads: who may see what, and what the model sees now.
+
+Every read that a surface answers goes through a function here, so the
+ownership rule (non-staff see only their own threads; anything else is 404)
+is written once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Q, QuerySet
+
+from threadmem.errors import NotFound
+from threadmem.models import SEARCHABLE, Message, Thread
+
+
+def is_operator(user: AbstractBaseUser) -> bool:
+    """Staff read every thread and every message, flags shown."""
+    return bool(user.is_active and user.is_staff)
+
+
+def thread_list_for(*, user: AbstractBaseUser) -> QuerySet[Thread]:
+    threads = Thread.objects.select_related("owner")
+    if is_operator(user):
+        return threads
+    return threads.filter(owner=user)
+
+
+def thread_get_for(*, user: AbstractBaseUser, channel: str) -> Thread:
+    try:
+        return thread_list_for(user=user).get(channel=channel)
+    except Thread.DoesNotExist:
+        raise NotFound(f"thread {channel!r} not found") from None
+
+
+def message_get_for(*, user: AbstractBaseUser, message_id: Any, model_facing: bool) -> Message:
+    """A message the caller may read.
+
+    Model-facing callers (agent tokens, the tools, MCP) read exactly what
+    search may show them; operators read everything. Anything else answers
+    NotFound, the same as an id that does not exist.
+    """
+    try:
+        message_id = int(message_id)
+    except (TypeError, ValueError):
+        raise NotFound(f"message {message_id!r} not found") from None
+    messages = Message.objects.select_related("thread", "thread__owner")
+    if not is_operator(user):
+        messages = messages.filter(thread__owner=user)
+    if model_facing:
+        messages = messages.filter(SEARCHABLE)
+    try:
+        return messages.get(pk=message_id)
+    except Message.DoesNotExist:
+        raise NotFound(f"message {message_id} not found") from None
+
+
+@dataclass(frozen=True)
+class ScopePart:
+    """One thread's share of a search scope: its messages with seq <= max_seq."""
+
+    thread_id: int
+    max_seq: int | None  # None: the whole thread
+
+
+def thread_scope(thread: Thread) -> list[ScopePart]:
+    """The thread itself, then its ancestors up to each fork point.
+
+    A fork sees its parent up to the fork message; the parent's own ancestry
+    was fixed when the parent was forked, so each ancestor is capped by the
+    fork point of the child just below it.
+    """
+    parts = [ScopePart(thread.id, None)]
+    child = thread
+    seen = {thread.id}
+    while child.parent_id is not None and child.parent_id not in seen:
+        fork_seq = Message.objects.values_list("seq", flat=True).get(pk=child.fork_message_id)
+        parts.append(ScopePart(child.parent_id, fork_seq))
+        seen.add(child.parent_id)
+        child = Thread.objects.only("id", "parent_id", "fork_message_id").get(pk=child.parent_id)
+    return parts
+
+
+def scope_filter(parts: list[ScopePart], *, prefix: str = "") -> Q:
+    """A Q that keeps rows of the scope; ``prefix`` reaches the message (e.g. ``message__``)."""
+    condition = Q(pk__in=[])
+    for part in parts:
+        q = Q(**{f"{prefix}thread_id": part.thread_id})
+        if part.max_seq is not None:
+            q &= Q(**{f"{prefix}seq__lte": part.max_seq})
+        condition |= q
+    return condition
+
+
+def chat_message(message: Message) -> dict[str, Any]:
+    """A stored message as an OpenAI-style chat message a runtime can send as is."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": call["name"], "arguments": _json(call["arguments"])},
+            }
+            for call in message.tool_calls
+        ]
+    if message.role == Message.Role.TOOL and message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def context_messages(thread: Thread) -> list[Message]:
+    """What the model sees now: the current generation's summary and model-visible messages.
+
+    A fork in its first generation starts with its parent's context at the
+    fork point. Isolated, superseded and model-invisible messages are left
+    out; machine events stay (the framework injected them for the model).
+    """
+    visible = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
+    own = list(Message.objects.filter(visible, thread=thread, generation=thread.current_generation).order_by("seq"))
+    inherited: list[Message] = []
+    if thread.parent_id is not None and thread.fork_message_id is not None:
+        fork = Message.objects.only("generation", "seq").get(pk=thread.fork_message_id)
+        if fork.generation == thread.current_generation and not any(m.kind == Message.Kind.SUMMARY for m in own):
+            parent = Thread.objects.get(pk=thread.parent_id)
+            inherited = [m for m in context_messages_upto(parent, fork.generation, fork.seq)]
+    # The summary opens the generation even when late arrivals of the
+    # previous one (moved here by compaction) carry a lower seq.
+    own.sort(key=lambda m: (m.kind != Message.Kind.SUMMARY, m.seq))
+    return inherited + own
+
+
+def context_messages_upto(thread: Thread, generation: int, max_seq: int) -> list[Message]:
+    visible = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
+    return list(Message.objects.filter(visible, thread=thread, generation=generation, seq__lte=max_seq).order_by("seq"))

@@ -1,0 +1,357 @@
+"""Writes: every change to threads and messages goes through a function here.
+
+Surfaces (REST, console, agent turns, management commands) validate shape,
+call one of these and render; the rules live here so every surface gets the
+same ones.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
+from threadmem.lib.jsonleaves import string_leaves
+from threadmem.models import Generation, IsolationEvent, Message, Thread, ToolArgument
+
+CHANNEL_MAX_CHARS = 255
+TITLE_MAX_CHARS = 500
+ID_FIELD_MAX_CHARS = 255
+MESSAGE_FIELDS = {
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "session_id",
+    "kind",
+    "model_visible",
+    "supersedes",
+}
+
+# Called after messages land, with the thread; compaction registers its
+# automatic trigger here so this module does not import it.
+after_append_hooks: list[Callable[[Thread], None]] = []
+
+
+# --- validation -------------------------------------------------------------
+
+
+def _check_text(value: Any, *, name: str, max_chars: int | None = None, allow_empty: bool = True) -> str:
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string", field=name)
+    if "\x00" in value:
+        raise InvalidInput(f"{name} contains a NUL character, which cannot be stored", field=name)
+    if not allow_empty and not value.strip():
+        raise InvalidInput(f"{name} must not be empty", field=name)
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidInput(f"{name} is longer than {max_chars} characters", field=name)
+    return value
+
+
+def _contains_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_contains_nul(v) for v in value)
+    return False
+
+
+def _check_tool_calls(value: Any, *, name: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInput(f"{name} must be a list of {{id, name, arguments}} objects", field=name)
+    calls = []
+    for index, call in enumerate(value):
+        where = f"{name}[{index}]"
+        if not isinstance(call, dict):
+            raise InvalidInput(f"{where} must be an object with id, name and arguments", field=name)
+        unknown = set(call) - {"id", "name", "arguments", "type", "function"}
+        if unknown:
+            raise InvalidInput(f"{where} has unknown keys: {', '.join(sorted(unknown))}", field=name)
+        # Accept the OpenAI wire shape too: {"id", "type": "function", "function": {"name", "arguments": "<json>"}}.
+        function = call.get("function")
+        if function is not None:
+            if not isinstance(function, dict):
+                raise InvalidInput(f"{where}.function must be an object", field=name)
+            call_name, arguments = function.get("name"), function.get("arguments")
+        else:
+            call_name, arguments = call.get("name"), call.get("arguments")
+        call_id = call.get("id") or ""
+        if not isinstance(call_id, str) or len(call_id) > ID_FIELD_MAX_CHARS:
+            raise InvalidInput(f"{where}.id must be a string of at most {ID_FIELD_MAX_CHARS} characters", field=name)
+        if not isinstance(call_name, str) or not call_name.strip() or len(call_name) > ID_FIELD_MAX_CHARS:
+            raise InvalidInput(f"{where}.name must be a non-empty string", field=name)
+        if arguments is None:
+            arguments = {}
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{where}.arguments is not valid JSON: {exc.msg}", field=name) from None
+        if not isinstance(arguments, dict):
+            raise InvalidInput(f"{where}.arguments must be a JSON object", field=name)
+        if _contains_nul(arguments) or "\x00" in call_id or "\x00" in call_name:
+            raise InvalidInput(f"{where} contains a NUL character, which cannot be stored", field=name)
+        calls.append({"id": call_id, "name": call_name, "arguments": arguments})
+    return calls
+
+
+@dataclass
+class MessageIn:
+    role: str
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str = ""
+    session_id: str = ""
+    kind: str = Message.Kind.MESSAGE
+    model_visible: bool = True
+    supersedes: int | None = None
+
+
+def message_parse(data: Any, *, position: str = "message") -> MessageIn:
+    """Check one incoming message object; raise InvalidInput/PayloadTooLarge naming the problem."""
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{position} must be a JSON object")
+    unknown = set(data) - MESSAGE_FIELDS
+    if unknown:
+        raise InvalidInput(f"{position} has unknown fields: {', '.join(sorted(unknown))}")
+    role = data.get("role")
+    if role not in Message.Role.values:
+        raise InvalidInput(f"{position}.role must be one of {', '.join(Message.Role.values)}", field="role")
+    kind = data.get("kind", Message.Kind.MESSAGE) or Message.Kind.MESSAGE
+    if kind not in Message.Kind.values:
+        raise InvalidInput(f"{position}.kind must be one of {', '.join(Message.Kind.values)}", field="kind")
+    if kind == Message.Kind.SUMMARY:
+        raise InvalidInput(f"{position}.kind: summaries are written by compaction only", field="kind")
+    content = _check_text(data.get("content"), name=f"{position}.content")
+    tool_calls = _check_tool_calls(data.get("tool_calls"), name=f"{position}.tool_calls")
+    if tool_calls and role != Message.Role.ASSISTANT:
+        raise InvalidInput(f"{position}.tool_calls are only allowed on assistant messages", field="tool_calls")
+    tool_call_id = _check_text(data.get("tool_call_id"), name=f"{position}.tool_call_id", max_chars=ID_FIELD_MAX_CHARS)
+    session_id = _check_text(data.get("session_id"), name=f"{position}.session_id", max_chars=ID_FIELD_MAX_CHARS)
+    model_visible = data.get("model_visible", True)
+    if not isinstance(model_visible, bool):
+        raise InvalidInput(f"{position}.model_visible must be true or false", field="model_visible")
+    supersedes = data.get("supersedes")
+    if supersedes is not None and (not isinstance(supersedes, int) or isinstance(supersedes, bool) or supersedes < 1):
+        raise InvalidInput(f"{position}.supersedes must be a message id", field="supersedes")
+    size = len(content.encode("utf-8"))
+    if tool_calls:
+        size += len(json.dumps([c["arguments"] for c in tool_calls], ensure_ascii=False).encode("utf-8"))
+    limit = settings.THREADMEM_MAX_MESSAGE_BYTES
+    if size > limit:
+        raise PayloadTooLarge(f"{position} is {size} bytes; the limit is {limit} bytes (THREADMEM_MAX_MESSAGE_BYTES)")
+    if not content and not tool_calls:
+        raise InvalidInput(f"{position} needs content or tool_calls", field="content")
+    return MessageIn(
+        role=role,
+        content=content,
+        tool_calls=tool_calls,
+        tool_call_id=tool_call_id,
+        session_id=session_id,
+        kind=kind,
+        model_visible=model_visible,
+        supersedes=supersedes,
+    )
+
+
+def messages_parse(data: Any) -> list[MessageIn]:
+    """One message object or a list of them (all or nothing)."""
+    if isinstance(data, dict):
+        return [message_parse(data)]
+    if not isinstance(data, list):
+        raise InvalidInput("the body must be a message object or a list of message objects")
+    if not data:
+        raise InvalidInput("the batch is empty")
+    if len(data) > settings.THREADMEM_MAX_BATCH:
+        raise PayloadTooLarge(
+            f"the batch has {len(data)} messages; the limit is {settings.THREADMEM_MAX_BATCH} (THREADMEM_MAX_BATCH)"
+        )
+    return [message_parse(item, position=f"messages[{index}]") for index, item in enumerate(data)]
+
+
+# --- threads ----------------------------------------------------------------
+
+
+def _check_channel(channel: Any) -> str:
+    channel = _check_text(channel, name="channel", max_chars=CHANNEL_MAX_CHARS, allow_empty=False)
+    if channel != channel.strip() or any(c in channel for c in "\r\n\t"):
+        raise InvalidInput("channel must not have surrounding whitespace or control characters", field="channel")
+    if "/" in channel and channel.endswith("/"):
+        raise InvalidInput("channel must not end with '/'", field="channel")
+    return channel
+
+
+def _new_channel() -> str:
+    return f"thread-{secrets.token_hex(8)}"
+
+
+@transaction.atomic
+def thread_create(
+    *,
+    owner: AbstractBaseUser,
+    channel: str | None = None,
+    title: str = "",
+    fork_from: Message | None = None,
+) -> Thread:
+    """Create a thread, or a fork of ``fork_from``'s thread at that message.
+
+    A fork starts at the generation of its fork message: its ancestry is the
+    parent's history up to and including that message, and its context starts
+    as the parent's context did at that point.
+    """
+    channel = _check_channel(channel) if channel is not None else _new_channel()
+    title = _check_text(title, name="title", max_chars=TITLE_MAX_CHARS)
+    number = 1
+    parent = None
+    if fork_from is not None:
+        number = fork_from.generation
+        parent = fork_from.thread
+    try:
+        with transaction.atomic():
+            thread = Thread.objects.create(
+                channel=channel,
+                title=title,
+                owner=owner,
+                parent=parent,
+                fork_message=fork_from,
+                current_generation=number,
+            )
+    except IntegrityError:
+        raise Conflict(f"channel {channel!r} already exists", field="channel") from None
+    Generation.objects.create(thread=thread, number=number)
+    return thread
+
+
+def thread_update(*, thread: Thread, title: Any) -> Thread:
+    thread.title = _check_text(title, name="title", max_chars=TITLE_MAX_CHARS)
+    thread.save(update_fields=["title"])
+    return thread
+
+
+def can_isolate(user: AbstractBaseUser) -> bool:
+    return bool(user.is_superuser or user.has_perm("threadmem.isolate"))
+
+
+@transaction.atomic
+def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Thread:
+    if not can_isolate(actor):
+        raise PermissionDenied("only admins may change isolation")
+    if not isinstance(isolated, bool):
+        raise InvalidInput("isolated must be true or false", field="isolated")
+    Thread.objects.filter(pk=thread.pk).update(isolated=isolated)
+    thread.isolated = isolated
+    IsolationEvent.objects.create(actor=actor, thread=thread, isolated=isolated, surface=surface)
+    return thread
+
+
+@transaction.atomic
+def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Message:
+    if not can_isolate(actor):
+        raise PermissionDenied("only admins may change isolation")
+    if not isinstance(isolated, bool):
+        raise InvalidInput("isolated must be true or false", field="isolated")
+    Message.objects.filter(pk=message.pk).update(isolated=isolated)
+    message.isolated = isolated
+    IsolationEvent.objects.create(
+        actor=actor, thread_id=message.thread_id, message=message, isolated=isolated, surface=surface
+    )
+    return message
+
+
+# --- messages ---------------------------------------------------------------
+
+
+def _tool_argument_rows(message: Message) -> list[ToolArgument]:
+    rows = []
+    for index, call in enumerate(message.tool_calls):
+        for path, value in string_leaves(call["arguments"]):
+            rows.append(
+                ToolArgument(
+                    message=message,
+                    thread_id=message.thread_id,
+                    call_index=index,
+                    tool_call_id=call["id"],
+                    tool_name=call["name"],
+                    path=path,
+                    value=value,
+                )
+            )
+    return rows
+
+
+def messages_append(*, thread: Thread, messages: Sequence[MessageIn]) -> list[Message]:
+    """Append parsed messages to the thread's current generation, all or nothing.
+
+    The seq block is reserved with one UPDATE on the thread row, inside the
+    transaction that inserts the rows: concurrent appends (and compaction,
+    which moves ``current_generation`` under the same lock) serialize there.
+    """
+    if not messages:
+        raise InvalidInput("nothing to append")
+    superseded_ids = [m.supersedes for m in messages if m.supersedes is not None]
+    now = timezone.now()
+    with transaction.atomic():
+        Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + len(messages), last_activity_at=now)
+        next_seq, generation = Thread.objects.values_list("next_seq", "current_generation").get(pk=thread.pk)
+        if superseded_ids:
+            found = set(Message.objects.filter(thread=thread, id__in=superseded_ids).values_list("id", flat=True))
+            missing = sorted(set(superseded_ids) - found)
+            if missing:
+                raise InvalidInput(
+                    f"supersedes names messages that are not in this thread: {', '.join(map(str, missing))}",
+                    field="supersedes",
+                )
+        first_seq = next_seq - len(messages)
+        rows = [
+            Message(
+                thread=thread,
+                generation=generation,
+                seq=first_seq + offset,
+                role=m.role,
+                kind=m.kind,
+                content=m.content,
+                tool_calls=m.tool_calls,
+                tool_call_id=m.tool_call_id,
+                session_id=m.session_id,
+                model_visible=m.model_visible,
+                created_at=now,
+            )
+            for offset, m in enumerate(messages)
+        ]
+        created = Message.objects.bulk_create(rows)
+        arguments = [row for message in created if message.tool_calls for row in _tool_argument_rows(message)]
+        if arguments:
+            ToolArgument.objects.bulk_create(arguments)
+        for message_in, message in zip(messages, created, strict=True):
+            if message_in.supersedes is not None:
+                Message.objects.filter(pk=message_in.supersedes).update(superseded_by=message)
+    thread.next_seq = next_seq
+    thread.current_generation = generation
+    thread.last_activity_at = now
+    for hook in after_append_hooks:
+        hook(thread)
+    return created
+
+
+def message_lookup_in_thread(*, thread: Thread, message_id: Any) -> Message:
+    if not isinstance(message_id, int) or isinstance(message_id, bool):
+        raise InvalidInput("message_id must be an integer", field="message_id")
+    try:
+        return Message.objects.select_related("thread").get(pk=message_id, thread=thread)
+    except Message.DoesNotExist:
+        raise NotFound(f"message {message_id} is not in thread {thread.channel!r}") from None

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+from threadmem.health import healthz
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/console/", permanent=False)),
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("api.urls")),
+    path("console/", include("console.urls")),
+]
