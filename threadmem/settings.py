@@ -138,7 +138,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-threadmem.sqlite3")}
+    # A file, not :memory:, so tests with several threads share one database;
+    # per process, so parallel runs do not collide.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f".test-threadmem-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
