@@ -35,6 +35,8 @@ run: $(VENV)/.installed-run
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev
+	@# The console's browser tests drive Debian's chromium (Playwright never downloads one).
+	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) -m pytest $(PYTEST_ARGS)

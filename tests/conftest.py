@@ -77,3 +77,138 @@ def append(thread: Thread, *messages: dict[str, Any]) -> list[Message]:
 @pytest.fixture
 def thread(owner) -> Thread:
     return make_thread(owner, "slack:C042/1700000000.1", title="deploy the staging box")
+
+
+def row_counts() -> dict[str, int]:
+    """What a refused request must leave unchanged."""
+    from threadmem.models import IsolationEvent, ToolArgument
+
+    return {
+        "threads": Thread.objects.count(),
+        "messages": Message.objects.count(),
+        "tool_arguments": ToolArgument.objects.count(),
+        "isolation_events": IsolationEvent.objects.count(),
+    }
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # PBKDF2's default iterations cost about half a second per persona on a
+    # small machine; tests need working passwords, not strong ones.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+# --- console (server-rendered pages): session-authenticated test clients ---
+
+
+def console_client(user):
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def owner_console(owner):
+    return console_client(owner)
+
+
+@pytest.fixture
+def operator_console(operator):
+    return console_client(operator)
+
+
+@pytest.fixture
+def admin_console(admin):
+    return console_client(admin)
+
+
+# --- models and tasks: the OpenAI-compatible fake, Celery eager mode (compaction issue) ---
+
+
+@pytest.fixture(scope="session")
+def fake_openai_server():
+    from tests.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_openai(fake_openai_server, settings):
+    """The fake OpenAI-compatible server (tests/fake_openai.py), reset, with the chat model pointed at it.
+
+    Sets OPENAI_BASE_URL, OPENAI_API_KEY and THREADMEM_CHAT_MODEL; a test
+    that wants embeddings sets ``settings.THREADMEM_EMBEDDING_MODEL =
+    fake_openai.embedding_model`` itself.
+    """
+    fake_openai_server.reset()
+    settings.OPENAI_BASE_URL = fake_openai_server.base_url
+    settings.OPENAI_API_KEY = fake_openai_server.api_key
+    settings.THREADMEM_CHAT_MODEL = fake_openai_server.chat_model
+    yield fake_openai_server
+    fake_openai_server.reset()
+
+
+@pytest.fixture
+def no_model(settings):
+    """No model server at all, whatever the environment says: the offline paths."""
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    settings.THREADMEM_CHAT_MODEL = ""
+    settings.THREADMEM_EMBEDDING_MODEL = ""
+
+
+@pytest.fixture(autouse=True)
+def celery_mode(request):
+    """Tasks run in-process in every test, broker or not, except tests marked ``worker``.
+
+    CI also runs the suite with CELERY_BROKER_URL set; without this, tasks
+    would go to a broker with no worker. ``worker`` tests start real worker
+    processes and are skipped when no broker is configured.
+    """
+    from django.conf import settings as django_settings
+
+    from threadmem.celery import app
+
+    is_worker_test = request.node.get_closest_marker("worker") is not None
+    if is_worker_test and not django_settings.CELERY_BROKER_URL:
+        pytest.skip("needs a broker: set CELERY_BROKER_URL (CI runs these on Redis)")
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = not is_worker_test
+    yield
+    app.conf.task_always_eager = previous
+
+
+# --- search (issue 3): generations made by hand, the literal part of a result ---
+
+
+def open_generation(thread: Thread, summary: str) -> Message:
+    """What a compaction leaves behind, made directly: the summary opening generation N+1.
+
+    The search tests need generations, not the compaction machinery.
+    """
+    from django.db.models import F
+
+    from threadmem.models import Generation
+
+    thread.refresh_from_db()
+    closing = thread.current_generation
+    number = closing + 1
+    seq = thread.next_seq
+    Thread.objects.filter(pk=thread.pk).update(current_generation=number, next_seq=F("next_seq") + 1)
+    summary_message = Message.objects.create(
+        thread=thread, generation=number, seq=seq, role=Message.Role.SYSTEM, kind=Message.Kind.SUMMARY, content=summary
+    )
+    Generation.objects.filter(thread=thread, number=closing).update(state="closed", summary_message=summary_message)
+    Generation.objects.create(thread=thread, number=number)
+    thread.refresh_from_db()
+    return summary_message
+
+
+def literal_part_of(text: str) -> str:
+    """The literal part of a search_memory text: after the two header lines, up to the more-hits line."""
+    rest = text.split("\n", 2)[2] if text.count("\n") >= 2 else ""
+    return rest[: rest.index("\n\n## Other memory results")] if "\n\n## Other memory results" in rest else ""

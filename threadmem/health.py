@@ -19,7 +19,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
         from threadmem.celery import app
 
         try:
-            with app.connection_for_write() as conn:
+            # The URL from settings, not Celery's copy of it, which is cached on
+            # first use and would not follow a changed (or overridden) setting.
+            with app.connection_for_write(url=settings.CELERY_BROKER_URL) as conn:
                 conn.ensure_connection(max_retries=1, timeout=2)
             checks["broker"] = "ok"
         except Exception as exc:

@@ -176,6 +176,12 @@ class Compaction(models.Model):
     attempts = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     summary_message = models.ForeignKey(Message, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The running claim: "<host>:<pid>:<token>" of the attempt that holds it and
+    # when its lease ends. A redelivered task takes over a claim whose holder
+    # died (same host, pid gone) or whose lease ran out (the hard time limit
+    # has killed any holder by then).
+    claimed_by = models.CharField(max_length=255, blank=True, default="")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

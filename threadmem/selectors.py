@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
-from threadmem.errors import NotFound
-from threadmem.models import SEARCHABLE, Message, Thread
+from threadmem.errors import InvalidInput, NotFound
+from threadmem.models import SEARCHABLE, Generation, Message, Thread
 
 
 def is_operator(user: AbstractBaseUser) -> bool:
@@ -31,10 +32,54 @@ def thread_list_for(*, user: AbstractBaseUser) -> QuerySet[Thread]:
 
 
 def thread_get_for(*, user: AbstractBaseUser, channel: str) -> Thread:
+    if not isinstance(channel, str) or "\x00" in channel:
+        # No stored channel has a NUL, and PostgreSQL refuses one in a query.
+        raise NotFound(f"thread {channel!r} not found")
     try:
         return thread_list_for(user=user).get(channel=channel)
     except Thread.DoesNotExist:
         raise NotFound(f"thread {channel!r} not found") from None
+
+
+def generation_list_for(*, thread: Thread) -> QuerySet[Generation]:
+    """The thread's own generations, oldest first, each with ``message_count``.
+
+    One query whatever the number of generations: the count is a correlated
+    subquery served by the (thread, generation, seq) index.
+    """
+    counts = (
+        Message.objects.filter(thread_id=OuterRef("thread_id"), generation=OuterRef("number"))
+        .order_by()
+        .values("generation")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return (
+        Generation.objects.filter(thread=thread)
+        .annotate(message_count=Coalesce(Subquery(counts, output_field=IntegerField()), Value(0)))
+        .order_by("number")
+    )
+
+
+def message_list_for(*, thread: Thread, generation: Any = None) -> QuerySet[Message]:
+    """The thread's stored messages in seq order, flags shown (the record, not the model's view).
+
+    ``generation`` comes straight from a query string: anything but a
+    positive integer is InvalidInput, a generation the thread does not have
+    is NotFound.
+    """
+    messages = Message.objects.filter(thread=thread).order_by("seq")
+    if generation is None:
+        return messages
+    try:
+        number = int(str(generation).strip())
+    except ValueError:
+        raise InvalidInput(f"generation must be a positive integer, got {generation!r}", field="generation") from None
+    if number < 1:
+        raise InvalidInput(f"generation must be a positive integer, got {generation!r}", field="generation")
+    if not Generation.objects.filter(thread=thread, number=number).exists():
+        raise NotFound(f"thread {thread.channel!r} has no generation {number}", field="generation")
+    return messages.filter(generation=number)
 
 
 def message_get_for(*, user: AbstractBaseUser, message_id: Any, model_facing: bool) -> Message:

@@ -15,7 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -26,6 +26,13 @@ from threadmem.models import Generation, IsolationEvent, Message, Thread, ToolAr
 CHANNEL_MAX_CHARS = 255
 TITLE_MAX_CHARS = 500
 ID_FIELD_MAX_CHARS = 255
+# Ids are 64-bit; a larger number would overflow the database driver, not just miss.
+MAX_ROW_ID = 2**63 - 1
+# The suffixes of the /api/v1/threads/<channel>/<suffix>/ routes.
+CHANNEL_RESERVED_LAST_SEGMENTS = frozenset({"messages", "context", "compact", "compactions", "turns"})
+# Tuples, not sets: a client may send an unhashable role such as a list.
+ROLES = tuple(Message.Role.values)
+KINDS = tuple(Message.Kind.values)
 MESSAGE_FIELDS = {
     "role",
     "content",
@@ -130,11 +137,11 @@ def message_parse(data: Any, *, position: str = "message") -> MessageIn:
     if unknown:
         raise InvalidInput(f"{position} has unknown fields: {', '.join(sorted(unknown))}")
     role = data.get("role")
-    if role not in Message.Role.values:
-        raise InvalidInput(f"{position}.role must be one of {', '.join(Message.Role.values)}", field="role")
+    if role not in ROLES:
+        raise InvalidInput(f"{position}.role must be one of {', '.join(ROLES)}", field="role")
     kind = data.get("kind", Message.Kind.MESSAGE) or Message.Kind.MESSAGE
-    if kind not in Message.Kind.values:
-        raise InvalidInput(f"{position}.kind must be one of {', '.join(Message.Kind.values)}", field="kind")
+    if kind not in KINDS:
+        raise InvalidInput(f"{position}.kind must be one of {', '.join(KINDS)}", field="kind")
     if kind == Message.Kind.SUMMARY:
         raise InvalidInput(f"{position}.kind: summaries are written by compaction only", field="kind")
     content = _check_text(data.get("content"), name=f"{position}.content")
@@ -147,7 +154,9 @@ def message_parse(data: Any, *, position: str = "message") -> MessageIn:
     if not isinstance(model_visible, bool):
         raise InvalidInput(f"{position}.model_visible must be true or false", field="model_visible")
     supersedes = data.get("supersedes")
-    if supersedes is not None and (not isinstance(supersedes, int) or isinstance(supersedes, bool) or supersedes < 1):
+    if supersedes is not None and (
+        not isinstance(supersedes, int) or isinstance(supersedes, bool) or not 1 <= supersedes <= MAX_ROW_ID
+    ):
         raise InvalidInput(f"{position}.supersedes must be a message id", field="supersedes")
     size = len(content.encode("utf-8"))
     if tool_calls:
@@ -193,6 +202,11 @@ def _check_channel(channel: Any) -> str:
         raise InvalidInput("channel must not have surrounding whitespace or control characters", field="channel")
     if "/" in channel and channel.endswith("/"):
         raise InvalidInput("channel must not end with '/'", field="channel")
+    if "/" in channel and channel.rsplit("/", 1)[1] in CHANNEL_RESERVED_LAST_SEGMENTS:
+        # threads/<channel>/<suffix>/ routes would read "a/messages" as thread "a".
+        raise InvalidInput(
+            f"channel must not end with '/{channel.rsplit('/', 1)[1]}': it names an API route", field="channel"
+        )
     return channel
 
 
@@ -243,6 +257,9 @@ def thread_update(*, thread: Thread, title: Any) -> Thread:
     return thread
 
 
+ISOLATION_DENIED = "only admins (superusers or holders of the threadmem.isolate permission) may change isolation"
+
+
 def can_isolate(user: AbstractBaseUser) -> bool:
     return bool(user.is_superuser or user.has_perm("threadmem.isolate"))
 
@@ -250,7 +267,7 @@ def can_isolate(user: AbstractBaseUser) -> bool:
 @transaction.atomic
 def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Thread:
     if not can_isolate(actor):
-        raise PermissionDenied("only admins may change isolation")
+        raise PermissionDenied(ISOLATION_DENIED, field="isolated")
     if not isinstance(isolated, bool):
         raise InvalidInput("isolated must be true or false", field="isolated")
     Thread.objects.filter(pk=thread.pk).update(isolated=isolated)
@@ -262,7 +279,7 @@ def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUs
 @transaction.atomic
 def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Message:
     if not can_isolate(actor):
-        raise PermissionDenied("only admins may change isolation")
+        raise PermissionDenied(ISOLATION_DENIED, field="isolated")
     if not isinstance(isolated, bool):
         raise InvalidInput("isolated must be true or false", field="isolated")
     Message.objects.filter(pk=message.pk).update(isolated=isolated)
@@ -276,30 +293,96 @@ def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBas
 # --- messages ---------------------------------------------------------------
 
 
-def _tool_argument_rows(message: Message) -> list[ToolArgument]:
-    rows = []
-    for index, call in enumerate(message.tool_calls):
-        for path, value in string_leaves(call["arguments"]):
-            rows.append(
-                ToolArgument(
-                    message=message,
-                    thread_id=message.thread_id,
-                    call_index=index,
-                    tool_call_id=call["id"],
-                    tool_name=call["name"],
-                    path=path,
-                    value=value,
+TOOL_ARGUMENT_COLUMNS = ("message_id", "thread_id", "call_index", "tool_call_id", "tool_name", "path", "value")
+
+
+def _tool_argument_values(message: Message) -> list[tuple[Any, ...]]:
+    """One tuple (in TOOL_ARGUMENT_COLUMNS order) per string leaf of the message's tool-call arguments."""
+    return [
+        (message.pk, message.thread_id, index, call["id"], call["name"], path, value)
+        for index, call in enumerate(message.tool_calls)
+        for path, value in string_leaves(call["arguments"])
+    ]
+
+
+# PostgreSQL bulk path (see _pg_cursor). Column lists match the models.
+_PG_NEXT_MESSAGE_IDS = (
+    "SELECT nextval(pg_get_serial_sequence('threadmem_message', 'id')) FROM generate_series(1, %s) ORDER BY 1"
+)
+_PG_COPY_MESSAGES = (
+    "COPY threadmem_message (id, thread_id, generation, seq, role, kind, content, tool_calls, tool_call_id,"
+    " session_id, model_visible, isolated, created_at) FROM STDIN"
+)
+_PG_COPY_TOOL_ARGUMENTS = f"COPY threadmem_toolargument ({', '.join(TOOL_ARGUMENT_COLUMNS)}) FROM STDIN"
+
+
+def _pg_cursor() -> Any:
+    """A plain psycopg cursor on Django's own connection (so inside its transaction).
+
+    Batches go in with COPY: Django's psycopg 3 backend binds parameters
+    client-side, escaping every value into the SQL text in Python, which for
+    a batch of long messages cost as much as the database's own work
+    (bench/ingest.py). COPY streams the rows; ids are taken from the
+    sequence first, since COPY cannot return them.
+    """
+    import psycopg
+
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def _insert_messages(rows: list[Message]) -> list[Message]:
+    if connection.vendor != "postgresql":
+        return Message.objects.bulk_create(rows)
+    with _pg_cursor() as cursor:
+        ids = [pk for (pk,) in cursor.execute(_PG_NEXT_MESSAGE_IDS, [len(rows)]).fetchall()]
+        with cursor.copy(_PG_COPY_MESSAGES) as copy:
+            for pk, m in zip(ids, rows, strict=True):
+                copy.write_row(
+                    (
+                        pk,
+                        m.thread_id,
+                        m.generation,
+                        m.seq,
+                        m.role,
+                        m.kind,
+                        m.content,
+                        json.dumps(m.tool_calls, ensure_ascii=False),
+                        m.tool_call_id,
+                        m.session_id,
+                        m.model_visible,
+                        m.isolated,
+                        m.created_at,
+                    )
                 )
-            )
+    for message, pk in zip(rows, ids, strict=True):
+        message.pk = pk
+        message._state.adding = False
+        message._state.db = connection.alias
     return rows
 
 
-def messages_append(*, thread: Thread, messages: Sequence[MessageIn]) -> list[Message]:
+def _insert_tool_arguments(values: list[tuple[Any, ...]]) -> None:
+    if connection.vendor != "postgresql":
+        ToolArgument.objects.bulk_create(
+            [ToolArgument(**dict(zip(TOOL_ARGUMENT_COLUMNS, v, strict=True))) for v in values]
+        )
+        return
+    with _pg_cursor() as cursor, cursor.copy(_PG_COPY_TOOL_ARGUMENTS) as copy:
+        for row in values:
+            copy.write_row(row)
+
+
+def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: bool = True) -> list[Message]:
     """Append parsed messages to the thread's current generation, all or nothing.
 
     The seq block is reserved with one UPDATE on the thread row, inside the
     transaction that inserts the rows: concurrent appends (and compaction,
     which moves ``current_generation`` under the same lock) serialize there.
+
+    ``run_hooks=False`` defers the after-append hooks: an agent turn appends
+    several times and runs them once, after its last append
+    (``after_append``), so no compaction starts in the middle of a turn.
     """
     if not messages:
         raise InvalidInput("nothing to append")
@@ -333,19 +416,25 @@ def messages_append(*, thread: Thread, messages: Sequence[MessageIn]) -> list[Me
             )
             for offset, m in enumerate(messages)
         ]
-        created = Message.objects.bulk_create(rows)
-        arguments = [row for message in created if message.tool_calls for row in _tool_argument_rows(message)]
+        created = _insert_messages(rows)
+        arguments = [row for message in created if message.tool_calls for row in _tool_argument_values(message)]
         if arguments:
-            ToolArgument.objects.bulk_create(arguments)
+            _insert_tool_arguments(arguments)
         for message_in, message in zip(messages, created, strict=True):
             if message_in.supersedes is not None:
                 Message.objects.filter(pk=message_in.supersedes).update(superseded_by=message)
     thread.next_seq = next_seq
     thread.current_generation = generation
     thread.last_activity_at = now
+    if run_hooks:
+        after_append(thread)
+    return created
+
+
+def after_append(thread: Thread) -> None:
+    """Run the after-append hooks (the automatic compaction check) for the thread."""
     for hook in after_append_hooks:
         hook(thread)
-    return created
 
 
 def message_lookup_in_thread(*, thread: Thread, message_id: Any) -> Message:

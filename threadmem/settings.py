@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -140,7 +141,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     # A file, not :memory:, so tests with several threads share one database;
     # per process, so parallel runs do not collide.
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / f".test-threadmem-{os.getpid()}.sqlite3")}
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"threadmem-test-{os.getpid()}.sqlite3")}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -155,6 +156,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# WhiteNoise warns on every request when this folder is missing; collectstatic fills it.
+STATIC_ROOT.mkdir(exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -208,6 +211,17 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 THREADMEM_CHAT_MODEL = env_str("THREADMEM_CHAT_MODEL")
 THREADMEM_EMBEDDING_MODEL = env_str("THREADMEM_EMBEDDING_MODEL")
 THREADMEM_LLM_TIMEOUT = env_float("THREADMEM_LLM_TIMEOUT", 60.0, minimum=0.1)
+# Agent turns (threadmem/agent.py): the most model calls one turn makes before
+# it stops and says so; each call may run several tool calls.
+THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
+
+# --- Search -------------------------------------------------------------------
+# Dotted path of the semantic part ("other memory results"); empty: not configured.
+THREADMEM_SEMANTIC_PROVIDER = env_str("THREADMEM_SEMANTIC_PROVIDER")
+# Global search on PostgreSQL: time for the trigram-index path, then for the
+# fallback over the newest messages (threadmem/search/literal.py explains why).
+THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)
+THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS", 30, minimum=1)
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.
@@ -215,6 +229,26 @@ THREADMEM_MAX_MESSAGE_BYTES = env_int("THREADMEM_MAX_MESSAGE_BYTES", 2 * 1024 * 
 THREADMEM_MAX_BATCH = env_int("THREADMEM_MAX_BATCH", 1000, minimum=1)
 # Automatic compaction once the current generation's model-visible text passes this.
 THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, minimum=1)
+
+# --- Compaction (threadmem/compaction/) ---------------------------------------
+# The most characters one summary call sends the model; longer generations are
+# chunked and summarized hierarchically.
+THREADMEM_SUMMARY_INPUT_CHARS = env_int("THREADMEM_SUMMARY_INPUT_CHARS", 60_000, minimum=2_000)
+# Transient model failures are retried this often, backing off exponentially
+# from THREADMEM_COMPACTION_RETRY_BACKOFF seconds (with jitter, at most 10 minutes).
+THREADMEM_COMPACTION_MAX_RETRIES = env_int("THREADMEM_COMPACTION_MAX_RETRIES", 5)
+THREADMEM_COMPACTION_RETRY_BACKOFF = env_int("THREADMEM_COMPACTION_RETRY_BACKOFF", 10, minimum=1)
+# Soft time limit of one compaction attempt; the hard limit is 60 s later.
+THREADMEM_COMPACTION_TIME_LIMIT = env_int("THREADMEM_COMPACTION_TIME_LIMIT", 900, minimum=10)
+# Redis hands an unacknowledged task to another worker after this many seconds
+# (a worker that died mid-task); keep it above the compaction hard time limit.
+_visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _visibility_timeout,
+    # Sweep for abandoned tasks often enough that a short timeout means a short wait.
+    "unacked_restore_interval": max(1, min(10, _visibility_timeout // 4)),
+    "unacked_restore_throttle": 1 if _visibility_timeout < 300 else 10,
+}
 
 # The request body limit must let a full batch through; messages are checked one by one.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024, minimum=1)

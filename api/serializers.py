@@ -1,0 +1,210 @@
+"""DRF serializers: the JSON shapes of SPEC §6.
+
+Output serializers render rows. The ``*Request`` serializers describe request
+bodies for the OpenAPI schema only: the rules for incoming data live in
+``threadmem.services`` (``message_parse``, ``thread_create`` …) so the REST
+API, the console and agent turns all enforce the same ones.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from threadmem.models import Message, Thread
+from threadmem.services import CHANNEL_MAX_CHARS, ID_FIELD_MAX_CHARS, TITLE_MAX_CHARS
+
+# --- output -------------------------------------------------------------------
+
+
+class ThreadSerializer(serializers.ModelSerializer):
+    owner = serializers.CharField(source="owner.username", read_only=True, help_text="the owner's username")
+    parent = serializers.CharField(
+        source="parent.channel",
+        read_only=True,
+        allow_null=True,
+        help_text="channel of the thread this one was forked from, or null",
+    )
+    fork_message_id = serializers.IntegerField(
+        read_only=True, allow_null=True, help_text="the parent's message this thread was forked at, or null"
+    )
+
+    class Meta:
+        model = Thread
+        fields = [
+            "channel",
+            "title",
+            "isolated",
+            "current_generation",
+            "owner",
+            "parent",
+            "fork_message_id",
+            "created_at",
+            "last_activity_at",
+        ]
+        read_only_fields = fields
+
+
+class GenerationSerializer(serializers.Serializer):
+    number = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=["open", "compacting", "closed"])
+    summary_message_id = serializers.IntegerField(
+        allow_null=True, help_text="the summary of this generation (it opens the next one), once compacted"
+    )
+    message_count = serializers.IntegerField(help_text="messages stored in this generation")
+    started_at = serializers.DateTimeField()
+    closed_at = serializers.DateTimeField(allow_null=True)
+
+
+class ThreadDetailSerializer(ThreadSerializer):
+    generations = serializers.SerializerMethodField()
+
+    class Meta(ThreadSerializer.Meta):
+        fields = [*ThreadSerializer.Meta.fields, "generations"]
+        read_only_fields = fields
+
+    @extend_schema_field(GenerationSerializer(many=True))
+    def get_generations(self, thread: Thread) -> list[dict[str, Any]]:
+        # The view hands the rows in through the context: they come from one
+        # grouped query (selectors.generation_list_for), not one per generation.
+        return GenerationSerializer(self.context["generations"], many=True).data
+
+
+class ToolCallSerializer(serializers.Serializer):
+    id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True)
+    name = serializers.CharField(max_length=ID_FIELD_MAX_CHARS)
+    arguments = serializers.JSONField(
+        help_text='a JSON object (or a string holding one, as in the OpenAI wire shape), e.g. {"command": "ls"}'
+    )
+
+
+class MessageSerializer(serializers.ModelSerializer):
+    tool_calls = ToolCallSerializer(many=True, read_only=True)
+    superseded_by = serializers.IntegerField(
+        source="superseded_by_id", read_only=True, allow_null=True, help_text="id of the message that replaces it"
+    )
+
+    class Meta:
+        model = Message
+        fields = [
+            "id",
+            "generation",
+            "seq",
+            "role",
+            "kind",
+            "content",
+            "tool_calls",
+            "tool_call_id",
+            "session_id",
+            "model_visible",
+            "isolated",
+            "superseded_by",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def message_data(message: Message) -> dict[str, Any]:
+    """``MessageSerializer(message).data`` without DRF's per-field machinery.
+
+    Batch appends answer with every stored message; at 1,000 messages a batch
+    the generic serializer costs a noticeable share of the request
+    (bench/ingest.py). tests/test_api_messages.py pins that both agree.
+    """
+    return {
+        "id": message.id,
+        "generation": message.generation,
+        "seq": message.seq,
+        "role": message.role,
+        "kind": message.kind,
+        "content": message.content,
+        "tool_calls": message.tool_calls,
+        "tool_call_id": message.tool_call_id,
+        "session_id": message.session_id,
+        "model_visible": message.model_visible,
+        "isolated": message.isolated,
+        "superseded_by": message.superseded_by_id,
+        "created_at": _DATETIME.to_representation(message.created_at),
+    }
+
+
+class ChatToolCallFunctionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    arguments = serializers.CharField(help_text="the arguments as a JSON string")
+
+
+class ChatToolCallSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    type = serializers.ChoiceField(choices=["function"])
+    function = ChatToolCallFunctionSerializer()
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    content = serializers.CharField(allow_blank=True)
+    tool_calls = ChatToolCallSerializer(many=True, required=False)
+    tool_call_id = serializers.CharField(required=False)
+
+
+class ContextSerializer(serializers.Serializer):
+    generation = serializers.IntegerField(help_text="the thread's current generation")
+    messages = ChatMessageSerializer(
+        many=True, help_text="what the model sees now, as OpenAI-style chat messages, oldest first"
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="what is wrong, in words a caller can act on")
+    field = serializers.CharField(required=False, help_text="the input field at fault, when there is one")
+
+
+# --- request bodies (schema only) ---------------------------------------------
+
+
+class ForkFromRequest(serializers.Serializer):
+    channel = serializers.CharField(max_length=CHANNEL_MAX_CHARS, help_text="the thread to fork")
+    message_id = serializers.IntegerField(help_text="the message of that thread the fork starts after")
+
+
+class ThreadCreateRequest(serializers.Serializer):
+    channel = serializers.CharField(
+        max_length=CHANNEL_MAX_CHARS,
+        required=False,
+        help_text="unique address such as slack:C042/1700000000.1; generated when omitted",
+    )
+    title = serializers.CharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True)
+    fork_from = ForkFromRequest(required=False)
+
+
+class ThreadUpdateRequest(serializers.Serializer):
+    title = serializers.CharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True)
+    isolated = serializers.BooleanField(
+        required=False, help_text="admins only: hide the thread from every search scope but its own"
+    )
+
+
+class MessageRequest(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    content = serializers.CharField(
+        required=False, allow_blank=True, help_text="text; tool results live here too. Limited in size (413)"
+    )
+    tool_calls = ToolCallSerializer(many=True, required=False, help_text="assistant messages only")
+    tool_call_id = serializers.CharField(
+        max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True, help_text="tool results: the call answered"
+    )
+    session_id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True)
+    kind = serializers.ChoiceField(
+        # The stored choices, so the schema has one enum for kind; "summary" answers 400.
+        choices=Message.Kind.choices,
+        required=False,
+        help_text="message (default) or machine_event; summaries are written by compaction only (400)",
+    )
+    model_visible = serializers.BooleanField(required=False, default=True)
+    supersedes = serializers.IntegerField(
+        required=False, help_text="id of an earlier message of this thread that this one replaces"
+    )

@@ -1,0 +1,162 @@
+"""JSON shapes of the memory endpoints: search, audit read, the tool-call log, the tools (SPEC §6).
+
+As in ``api/serializers.py``, output serializers render results and the
+``*Request`` serializers only describe bodies for the OpenAPI schema; the
+rules for input live in ``threadmem.search``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from api.serializers import ToolCallSerializer
+from threadmem.models import Message, ToolCall
+from threadmem.search import AuditRead, SearchResult
+from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS
+
+
+class SearchRequest(serializers.Serializer):
+    query = serializers.CharField(
+        max_length=QUERY_MAX_CHARS, help_text="literal text; the whole query first, then each word of 3+ characters"
+    )
+    channel = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text=f"the thread to search; omit it (or send {GLOBAL_CHANNEL!r}) to search every thread you may read",
+    )
+
+
+class HitSerializer(serializers.Serializer):
+    message_id = serializers.IntegerField()
+    session_id = serializers.CharField(allow_blank=True)
+    generation = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    field = serializers.CharField(help_text="content, or tool_args.<path> such as tool_args.files[0].path")
+    window = serializers.CharField(help_text="the window as the model reads it, with its … / …[truncated] markers")
+
+
+class SearchResultSerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="exactly what the model reads, at most 12,000 characters")
+    literal_hits_total = serializers.IntegerField(
+        help_text="literal hits counted; in the global scope counting stops at a bound (the text says 'more than')"
+    )
+    literal_hits_shown = serializers.IntegerField()
+    truncated = serializers.BooleanField(help_text="the whole result was cut at 12,000 characters")
+    hits = HitSerializer(many=True)
+
+
+def search_result_data(result: SearchResult) -> dict[str, Any]:
+    return {
+        "text": result.text,
+        "literal_hits_total": result.literal_hits_total,
+        "literal_hits_shown": result.literal_hits_shown,
+        "truncated": result.truncated,
+        "hits": [
+            {
+                "message_id": hit.message_id,
+                "session_id": hit.session_id,
+                "generation": hit.generation,
+                "role": hit.role,
+                "field": hit.field,
+                "window": hit.window,
+            }
+            for hit in result.hits
+        ],
+    }
+
+
+class AuditReadSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    channel = serializers.CharField()
+    generation = serializers.IntegerField()
+    seq = serializers.IntegerField()
+    role = serializers.ChoiceField(choices=Message.Role.choices)
+    kind = serializers.ChoiceField(choices=Message.Kind.choices)
+    session_id = serializers.CharField(allow_blank=True)
+    tool_calls = ToolCallSerializer(many=True)
+    tool_call_id = serializers.CharField(allow_blank=True)
+    model_visible = serializers.BooleanField()
+    isolated = serializers.BooleanField()
+    superseded_by = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    content_chars = serializers.IntegerField(help_text="the length of the whole content, in characters")
+    offset = serializers.IntegerField(help_text="where this page of content starts")
+    content = serializers.CharField(allow_blank=True, help_text="the page of content from offset")
+    next_offset = serializers.IntegerField(allow_null=True, help_text="where the next page starts; null at the end")
+    result_message_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="an assistant's tool calls: the messages holding their results"
+    )
+    call_message_id = serializers.IntegerField(
+        allow_null=True, help_text="a tool result: the assistant message holding its call"
+    )
+    text = serializers.CharField(help_text="exactly what the model reads: metadata plus the page, at most 12,000")
+
+
+_DATETIME = serializers.DateTimeField()
+
+
+def audit_read_data(read: AuditRead) -> dict[str, Any]:
+    message = read.message
+    return {
+        "id": message.id,
+        "channel": message.thread.channel,
+        "generation": message.generation,
+        "seq": message.seq,
+        "role": message.role,
+        "kind": message.kind,
+        "session_id": message.session_id,
+        "tool_calls": message.tool_calls,
+        "tool_call_id": message.tool_call_id,
+        "model_visible": message.model_visible,
+        "isolated": message.isolated,
+        "superseded_by": message.superseded_by_id,
+        "created_at": _DATETIME.to_representation(message.created_at),
+        "content_chars": len(message.content),
+        "offset": read.offset,
+        "content": read.content,
+        "next_offset": read.next_offset,
+        "result_message_ids": read.result_message_ids,
+        "call_message_id": read.call_message_id,
+        "text": read.text,
+    }
+
+
+class MessageIsolationRequest(serializers.Serializer):
+    isolated = serializers.BooleanField(help_text="hide the message from every model-facing read and search")
+
+
+class ToolCallLogSerializer(serializers.ModelSerializer):
+    channel = serializers.CharField(source="thread.channel", allow_null=True, read_only=True)
+    caller = serializers.CharField(source="caller.username", allow_null=True, read_only=True)
+
+    class Meta:
+        model = ToolCall
+        fields = [
+            "id",
+            "created_at",
+            "channel",
+            "caller",
+            "surface",
+            "tool",
+            "arguments",
+            "hits_total",
+            "hits_shown",
+            "chars_returned",
+            "truncated",
+            "latency_ms",
+            "status_code",
+        ]
+        read_only_fields = fields
+
+
+class FunctionSchemaSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    parameters = serializers.JSONField(help_text="JSON Schema of the arguments")
+
+
+class ToolSchemaSerializer(serializers.Serializer):
+    type = serializers.ChoiceField(choices=["function"])
+    function = FunctionSchemaSerializer()

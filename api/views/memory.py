@@ -1,0 +1,174 @@
+"""Search, the audit read, message isolation, the tool-call log and the tools (SPEC §6).
+
+Over REST, staff are operators: they search every thread that is not
+isolated (the SPEC §2 exclusions still apply: search shows what a model could
+be shown) and read every message with its flags. Everyone else is
+model-facing: their own threads only, and an audit read only of what search
+could show them; anything else answers 404 like a missing id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Q
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.serializers import ErrorSerializer, message_data
+from api.serializers import MessageSerializer as StoredMessageSerializer
+from api.serializers_memory import (
+    AuditReadSerializer,
+    MessageIsolationRequest,
+    SearchRequest,
+    SearchResultSerializer,
+    ToolCallLogSerializer,
+    ToolSchemaSerializer,
+    audit_read_data,
+    search_result_data,
+)
+from api.views.threads import JSONAPIView, Pagination, body_object
+from threadmem import selectors, services
+from threadmem.errors import InvalidInput
+from threadmem.models import ToolCall
+from threadmem.search import message_context_read, search_memory
+from threadmem.tools import TOOLS
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer}
+SEARCH_FIELDS = {"query", "channel"}
+
+
+def _search(request: Request, data: Any) -> Response:
+    if not isinstance(data, dict):
+        raise InvalidInput("the body must be a JSON object with query and, optionally, channel")
+    unknown = set(data) - SEARCH_FIELDS
+    if unknown:
+        raise InvalidInput(
+            f"unknown fields: {', '.join(sorted(unknown))} (allowed: query, channel)", field=sorted(unknown)[0]
+        )
+    if "query" not in data:
+        raise InvalidInput("query is required", field="query")
+    result = search_memory(user=request.user, query=data["query"], channel=data.get("channel"), surface="api")
+    return Response(search_result_data(result))
+
+
+class SearchView(JSONAPIView):
+    @extend_schema(
+        summary="search_memory: bounded literal search of stored history",
+        description=(
+            "`text` is exactly what a model reads: at most 12,000 characters whatever matched. With `channel`, "
+            "every generation of that thread (and its fork ancestry); without it, every thread the caller may "
+            "read that is not isolated (that needs 3+ letters or digits in a row in the query)."
+        ),
+        request=SearchRequest,
+        responses={200: SearchResultSerializer, **ERRORS},
+        tags=["memory"],
+    )
+    def post(self, request: Request) -> Response:
+        return _search(request, request.data)
+
+    @extend_schema(
+        summary="search_memory with query parameters",
+        parameters=[
+            OpenApiParameter("query", OpenApiTypes.STR, required=True, description="literal text to find"),
+            OpenApiParameter("channel", OpenApiTypes.STR, description="the thread to search; omit for all"),
+        ],
+        responses={200: SearchResultSerializer, **ERRORS},
+        tags=["memory"],
+    )
+    def get(self, request: Request) -> Response:
+        return _search(request, {key: request.query_params.get(key) for key in request.query_params})
+
+
+def _offset(raw: str | None) -> int:
+    if raw is None or raw == "":
+        return 0
+    if not raw.strip().isdigit():
+        raise InvalidInput(f"offset must be a non-negative integer, got {raw!r}", field="offset")
+    return int(raw.strip())
+
+
+class MessageView(JSONAPIView):
+    @extend_schema(
+        summary="message_context_read: one stored message, content paged",
+        description=(
+            "Operators (staff) read any message, flags shown. Other callers read exactly the messages search may "
+            "show them: their own threads, not isolated, not superseded, model-visible, not a machine event or "
+            "summary; any other id answers 404. `text` is what the model reads (at most 12,000 characters)."
+        ),
+        parameters=[
+            OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH),
+            OpenApiParameter("view", OpenApiTypes.STR, enum=["audit"], description="only 'audit'"),
+            OpenApiParameter("offset", OpenApiTypes.INT, description="where the page of content starts"),
+        ],
+        responses={200: AuditReadSerializer, **ERRORS},
+        tags=["memory"],
+    )
+    def get(self, request: Request, message_id: str) -> Response:
+        read = message_context_read(
+            user=request.user,
+            message_id=message_id,
+            view=request.query_params.get("view", "audit"),
+            offset=_offset(request.query_params.get("offset")),
+            model_facing=not selectors.is_operator(request.user),
+            surface="api",
+        )
+        return Response(audit_read_data(read))
+
+    @extend_schema(
+        summary="Isolate a message (admins only)",
+        description=(
+            "An isolated message disappears from every model-facing read and search. Superusers and holders of "
+            "threadmem.isolate only (403 otherwise); every toggle writes an audit row."
+        ),
+        parameters=[OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        request=MessageIsolationRequest,
+        responses={200: StoredMessageSerializer, **ERRORS, 403: ErrorSerializer},
+        tags=["memory"],
+    )
+    def patch(self, request: Request, message_id: str) -> Response:
+        message = selectors.message_get_for(user=request.user, message_id=message_id, model_facing=False)
+        body = body_object(request, allowed={"isolated"})
+        if "isolated" not in body:
+            raise InvalidInput("send isolated: true or false", field="isolated")
+        message = services.message_set_isolated(message=message, isolated=body["isolated"], actor=request.user)
+        return Response(message_data(message))
+
+
+class ToolCallListView(JSONAPIView):
+    pagination_class = Pagination
+
+    @extend_schema(
+        summary="The tool-call log: every memory-tool call the service answered",
+        description=(
+            "Newest first. Operators see every call; other callers see calls on their own threads and calls they "
+            "made themselves."
+        ),
+        parameters=[OpenApiParameter("channel", OpenApiTypes.STR, description="only calls on this thread")],
+        responses={200: ToolCallLogSerializer(many=True), 401: ErrorSerializer, 404: ErrorSerializer},
+        tags=["memory"],
+    )
+    def get(self, request: Request) -> Response:
+        calls = ToolCall.objects.select_related("thread", "caller")
+        if not selectors.is_operator(request.user):
+            calls = calls.filter(Q(thread__owner=request.user) | Q(caller=request.user))
+        channel = request.query_params.get("channel")
+        if channel:
+            thread = selectors.thread_get_for(user=request.user, channel=channel)
+            calls = calls.filter(thread=thread)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(calls, request, view=self)
+        return paginator.get_paginated_response(ToolCallLogSerializer(page, many=True).data)
+
+
+class ToolsView(JSONAPIView):
+    @extend_schema(
+        summary="The two memory tools as OpenAI function-calling schemas",
+        description="Pass the list as the `tools` of a chat completion; run the calls through this API.",
+        responses={200: ToolSchemaSerializer(many=True), 401: ErrorSerializer},
+        tags=["memory"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(TOOLS)

@@ -1,0 +1,248 @@
+"""Threads, their messages and their current context (SPEC §6).
+
+Views stay thin: check the body's shape, call one selector or service, render.
+Reads go through ``thread_get_for`` so another owner's thread answers 404;
+the rules for messages, channels and isolation live in the services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from rest_framework import status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.serializers import (
+    ContextSerializer,
+    ErrorSerializer,
+    MessageRequest,
+    MessageSerializer,
+    ThreadCreateRequest,
+    ThreadDetailSerializer,
+    ThreadSerializer,
+    ThreadUpdateRequest,
+    message_data,
+)
+from threadmem import selectors, services
+from threadmem.errors import InvalidInput
+from threadmem.models import Thread
+
+THREAD_CREATE_FIELDS = {"channel", "title", "fork_from"}
+FORK_FROM_FIELDS = {"channel", "message_id"}
+THREAD_UPDATE_FIELDS = {"title", "isolated"}
+
+ERRORS = {
+    400: ErrorSerializer,
+    401: ErrorSerializer,
+    404: ErrorSerializer,
+}
+
+CHANNEL_PARAMETER = OpenApiParameter(
+    "channel",
+    OpenApiTypes.STR,
+    OpenApiParameter.PATH,
+    description="the thread's channel; it may contain '/' and ':' (e.g. slack:C042/1700000000.1), sent as is or as %2F",
+)
+
+
+class Pagination(PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 1000
+
+
+def body_object(request: Request, *, allowed: set[str], name: str = "the body") -> dict[str, Any]:
+    """The JSON body as an object with no fields beyond ``allowed``."""
+    data = request.data
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{name} must be a JSON object")
+    unknown = set(data) - allowed
+    if unknown:
+        raise InvalidInput(
+            f"{name} has unknown fields: {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})",
+            field=sorted(unknown)[0],
+        )
+    return data
+
+
+def fork_from_object(fork_from: Any) -> dict[str, Any]:
+    if not isinstance(fork_from, dict):
+        raise InvalidInput("fork_from must be an object with channel and message_id", field="fork_from")
+    unknown = set(fork_from) - FORK_FROM_FIELDS
+    missing = FORK_FROM_FIELDS - set(fork_from)
+    if unknown or missing:
+        problems = [f"unknown fields: {', '.join(sorted(unknown))}"] if unknown else []
+        problems += [f"missing: {', '.join(sorted(missing))}"] if missing else []
+        raise InvalidInput(
+            f"fork_from must have exactly channel and message_id ({'; '.join(problems)})", field="fork_from"
+        )
+    if not isinstance(fork_from["channel"], str):
+        raise InvalidInput("fork_from.channel must be a string", field="fork_from")
+    return fork_from
+
+
+class JSONAPIView(APIView):
+    # Only JSON: a form-encoded body would otherwise parse into a QueryDict
+    # and fail later with a less helpful message. Other types answer 415.
+    parser_classes = [JSONParser]
+
+
+class ThreadListView(JSONAPIView):
+    pagination_class = Pagination
+
+    @extend_schema(
+        summary="List the threads the caller may read",
+        description="Owners see their own threads, operators (staff) see all; most recent activity first.",
+        responses={200: ThreadSerializer(many=True), 401: ErrorSerializer},
+        tags=["threads"],
+    )
+    def get(self, request: Request) -> Response:
+        threads = selectors.thread_list_for(user=request.user).select_related("parent")
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(threads, request, view=self)
+        return paginator.get_paginated_response(ThreadSerializer(page, many=True).data)
+
+    @extend_schema(
+        summary="Create a thread, or fork one at a message",
+        description=(
+            "Without `channel` a unique one is generated. With `fork_from` the new thread inherits the parent's "
+            "history up to and including that message; the parent must be readable by the caller."
+        ),
+        request=ThreadCreateRequest,
+        responses={201: ThreadSerializer, **ERRORS, 409: ErrorSerializer},
+        tags=["threads"],
+    )
+    def post(self, request: Request) -> Response:
+        body = body_object(request, allowed=THREAD_CREATE_FIELDS)
+        fork_message = None
+        if body.get("fork_from") is not None:
+            fork_from = fork_from_object(body["fork_from"])
+            parent = selectors.thread_get_for(user=request.user, channel=fork_from["channel"])
+            fork_message = services.message_lookup_in_thread(thread=parent, message_id=fork_from["message_id"])
+        thread = services.thread_create(
+            owner=request.user,
+            channel=body.get("channel"),
+            title=body.get("title", ""),
+            fork_from=fork_message,
+        )
+        return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
+
+
+def thread_detail(thread: Thread) -> dict[str, Any]:
+    generations = selectors.generation_list_for(thread=thread)
+    return ThreadDetailSerializer(thread, context={"generations": generations}).data
+
+
+class ThreadDetailView(JSONAPIView):
+    @extend_schema(
+        summary="Read a thread with its generations",
+        parameters=[CHANNEL_PARAMETER],
+        responses={200: ThreadDetailSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        tags=["threads"],
+    )
+    def get(self, request: Request, channel: str) -> Response:
+        thread = selectors.thread_get_for(user=request.user, channel=channel)
+        return Response(thread_detail(thread))
+
+    @extend_schema(
+        summary="Change a thread's title, or (admins only) its isolation",
+        description=(
+            "`isolated` is for superusers and holders of the threadmem.isolate permission (403 for anyone else, "
+            "with nothing changed); every toggle writes an audit row."
+        ),
+        parameters=[CHANNEL_PARAMETER],
+        request=ThreadUpdateRequest,
+        responses={200: ThreadDetailSerializer, **ERRORS, 403: ErrorSerializer},
+        tags=["threads"],
+    )
+    def patch(self, request: Request, channel: str) -> Response:
+        thread = selectors.thread_get_for(user=request.user, channel=channel)
+        body = body_object(request, allowed=THREAD_UPDATE_FIELDS)
+        if not body:
+            raise InvalidInput("nothing to change: send title and/or isolated")
+        # Isolation first: a refused toggle must not leave a changed title behind.
+        with transaction.atomic():
+            if "isolated" in body:
+                services.thread_set_isolated(thread=thread, isolated=body["isolated"], actor=request.user)
+            if "title" in body:
+                services.thread_update(thread=thread, title=body["title"])
+        return Response(thread_detail(thread))
+
+
+MESSAGE_APPEND_REQUEST = PolymorphicProxySerializer(
+    component_name="MessageAppend",
+    serializers=[MessageRequest, MessageRequest(many=True)],
+    resource_type_field_name=None,
+    many=False,
+)
+MESSAGE_APPEND_RESPONSE = PolymorphicProxySerializer(
+    component_name="MessageAppended",
+    serializers=[MessageSerializer, MessageSerializer(many=True)],
+    resource_type_field_name=None,
+    many=False,
+)
+
+
+class MessageListView(JSONAPIView):
+    pagination_class = Pagination
+
+    @extend_schema(
+        summary="List a thread's stored messages in seq order",
+        description="Every stored message, flags shown (isolated, model_visible, superseded_by, kind).",
+        parameters=[
+            CHANNEL_PARAMETER,
+            OpenApiParameter("generation", int, description="only this generation"),
+        ],
+        responses={200: MessageSerializer(many=True), **ERRORS},
+        tags=["messages"],
+    )
+    def get(self, request: Request, channel: str) -> Response:
+        thread = selectors.thread_get_for(user=request.user, channel=channel)
+        messages = selectors.message_list_for(thread=thread, generation=request.query_params.get("generation"))
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(messages, request, view=self)
+        return paginator.get_paginated_response([message_data(m) for m in page])
+
+    @extend_schema(
+        summary="Append one message or a batch (all or nothing)",
+        description=(
+            "One message object answers with one stored message; a list (at most THREADMEM_MAX_BATCH, default "
+            "1000) answers with the list. A batch with one bad item is refused whole, naming the item. A message "
+            "over THREADMEM_MAX_MESSAGE_BYTES answers 413."
+        ),
+        parameters=[CHANNEL_PARAMETER],
+        request=MESSAGE_APPEND_REQUEST,
+        responses={201: MESSAGE_APPEND_RESPONSE, **ERRORS, 413: ErrorSerializer},
+        tags=["messages"],
+    )
+    def post(self, request: Request, channel: str) -> Response:
+        thread = selectors.thread_get_for(user=request.user, channel=channel)
+        parsed = services.messages_parse(request.data)
+        created = services.messages_append(thread=thread, messages=parsed)
+        stored = [message_data(m) for m in created]
+        return Response(stored if isinstance(request.data, list) else stored[0], status=status.HTTP_201_CREATED)
+
+
+class ContextView(JSONAPIView):
+    @extend_schema(
+        summary="What the model sees now",
+        description=(
+            "The current generation's summary and model-visible messages as OpenAI-style chat messages "
+            "(isolated and superseded messages left out), ready to send to a chat model."
+        ),
+        parameters=[CHANNEL_PARAMETER],
+        responses={200: ContextSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        tags=["threads"],
+    )
+    def get(self, request: Request, channel: str) -> Response:
+        thread = selectors.thread_get_for(user=request.user, channel=channel)
+        messages = selectors.context_messages(thread)
+        return Response(
+            {"generation": thread.current_generation, "messages": [selectors.chat_message(m) for m in messages]}
+        )

@@ -1,0 +1,76 @@
+"""Agent turns over REST (SPEC §5 "Agent turns", §6): one call runs one turn.
+
+The loop, the prompt and the error rules live in ``threadmem.agent``; this
+view checks the body's shape, runs the turn and renders what it stored.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from api.serializers import ErrorSerializer, MessageSerializer, message_data
+from api.views.threads import CHANNEL_PARAMETER, JSONAPIView, body_object
+from threadmem import agent, selectors
+from threadmem.services import ID_FIELD_MAX_CHARS
+
+TURN_FIELDS = {"content", "session_id"}
+
+
+class TurnRequest(serializers.Serializer):
+    content = serializers.CharField(help_text="the user's message for this turn")
+    session_id = serializers.CharField(
+        max_length=ID_FIELD_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        help_text="stored on every message of the turn",
+    )
+
+
+class TurnResponse(serializers.Serializer):
+    answer = serializers.CharField(
+        help_text="the model's final answer (or, when the step limit was reached, a note that says so)"
+    )
+    messages = MessageSerializer(
+        many=True,
+        help_text=(
+            "every message stored during the turn, in order: the user's message, each assistant tool-call "
+            "message followed by its tool results, and the answer"
+        ),
+    )
+
+
+class TurnView(JSONAPIView):
+    @extend_schema(
+        summary="Run one agent turn: the model answers, pulling its own memory",
+        description=(
+            "Appends the user's message, sends the chat model (OPENAI_BASE_URL, THREADMEM_CHAT_MODEL) the system "
+            "prompt, the current generation's summary and model-visible messages, and the two memory tools; runs "
+            "every tool call the model makes (search_memory defaults to this thread), storing each call and "
+            "result as messages, until the model answers or THREADMEM_AGENT_MAX_STEPS model steps have run. "
+            "A tool call with bad arguments gets a tool result saying what was wrong. No chat model configured: "
+            "503 naming the missing settings, nothing stored. The model server down, timing out or answering "
+            "garbage: 502 with the reason; the user's message and finished steps stay stored."
+        ),
+        parameters=[CHANNEL_PARAMETER],
+        request=TurnRequest,
+        responses={
+            200: TurnResponse,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+            413: ErrorSerializer,
+            502: ErrorSerializer,
+            503: ErrorSerializer,
+        },
+        tags=["agent"],
+    )
+    def post(self, request: Request, channel: str) -> Response:
+        thread = selectors.thread_get_for(user=request.user, channel=channel)
+        body = body_object(request, allowed=TURN_FIELDS)
+        result = agent.turn_run(
+            thread=thread, user=request.user, content=body.get("content"), session_id=body.get("session_id", "")
+        )
+        return Response({"answer": result.answer, "messages": [message_data(m) for m in result.messages]})

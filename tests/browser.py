@@ -1,0 +1,58 @@
+"""Playwright helpers for the console's browser tests: Debian's chromium, headless.
+
+Playwright never downloads a browser here: it drives /usr/bin/chromium (the
+Makefile's test target and .ci/run install it when missing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts" / "console"
+VIEWPORT = {"width": 1440, "height": 960}
+
+
+@contextmanager
+def chromium_page() -> Iterator:
+    """A fresh page in a fresh headless chromium; fails loudly if the browser is missing."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=VIEWPORT)
+            context.set_default_timeout(15_000)
+            yield context.new_page()
+        finally:
+            browser.close()
+
+
+def login(page, base_url: str, username: str, password: str) -> None:
+    page.goto(f"{base_url}/console/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+
+
+def screenshot(page, name: str, *, full_page: bool = True) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path

@@ -1,0 +1,59 @@
+"""/api/v1/schema/ (OpenAPI 3) and /api/v1/docs/ (Swagger UI from local assets)."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from django.core.management import call_command
+from drf_spectacular.drainage import GENERATOR_STATS
+from rest_framework.test import APIClient
+
+
+@pytest.mark.django_db
+def test_it_generates_a_valid_schema_without_warnings(tmp_path):
+    GENERATOR_STATS.reset()
+    stderr = io.StringIO()
+    try:
+        call_command("spectacular", "--fail-on-warn", "--validate", "--file", str(tmp_path / "s.yaml"), stderr=stderr)
+    except Exception as exc:
+        pytest.fail(f"{exc}\n{stderr.getvalue()}")
+    assert (tmp_path / "s.yaml").read_text().startswith("openapi: 3.")
+
+
+@pytest.mark.django_db
+def test_it_serves_the_schema_of_threads_messages_and_context():
+    response = APIClient().get("/api/v1/schema/", {"format": "json"})
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    paths = schema["paths"]
+    assert set(paths["/api/v1/threads/"]) >= {"get", "post"}
+    assert set(paths["/api/v1/threads/{channel}/"]) >= {"get", "patch"}
+    assert set(paths["/api/v1/threads/{channel}/messages/"]) >= {"get", "post"}
+    assert "get" in paths["/api/v1/threads/{channel}/context/"]
+    append = paths["/api/v1/threads/{channel}/messages/"]["post"]
+    assert set(append["responses"]) >= {"201", "400", "404", "413"}
+    components = schema["components"]["schemas"]
+    one_of = components["MessageAppend"]["oneOf"]
+    assert one_of[0] == {"$ref": "#/components/schemas/MessageRequest"}
+    assert one_of[1]["type"] == "array"
+    assert set(components["ThreadDetail"]["properties"]) >= {"channel", "generations", "current_generation"}
+    assert "results" in components["PaginatedMessageList"]["properties"]
+    assert set(schema["components"]["securitySchemes"]) == {"tokenAuth", "cookieAuth"}
+
+
+@pytest.mark.django_db
+def test_it_serves_swagger_ui_from_local_assets():
+    client = APIClient()
+    response = client.get("/api/v1/docs/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/api/v1/schema/" in html
+    scripts = re.findall(r'src="([^"]+)"', html)
+    bundle = [src for src in scripts if src.endswith("swagger-ui-bundle.js")]
+    assert bundle, scripts
+    assert not [src for src in scripts if src.startswith(("http:", "https:", "//"))], scripts
+    asset = client.get(bundle[0])
+    assert asset.status_code == 200

@@ -1,0 +1,104 @@
+"""Literal, case-insensitive matching: no wildcard, escape or regex character means anything,
+CJK and non-ASCII case behave, and a window never splits a character."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import append
+from threadmem.search import search_memory
+from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
+
+TEXTS = {
+    "percent": "disk is 100% full",
+    "underscore": "the file is id_rsa",
+    "plain": "percent free, idXrsa, abc and 100 apples",
+    "backslash": "C:\\Users\\ops\\notes.txt",
+    "regex": "grep -E 'foo.*bar' (a|b) [x] ^start$ a+b? {2}",
+    "quotes": "say \"hi\" and 'bye' and `tick`",
+    "cjk": "日本語のテキストを検索する",
+    "umlaut": "ÄPFEL und Birnen",
+    "cyrillic": "ЖУРНАЛ ошибок",
+    "mixed": "KubeCtl Rollout Restart",
+}
+
+
+@pytest.fixture
+def messages(thread):
+    stored = append(thread, *({"role": "user", "content": text} for text in TEXTS.values()))
+    return dict(zip(TEXTS, stored, strict=True))
+
+
+def found(owner, thread, query: str) -> set[int]:
+    return {hit.message_id for hit in search_memory(user=owner, query=query, channel=thread.channel).hits}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "names"),
+    [
+        ("%", {"percent"}),
+        ("100%", {"percent"}),
+        ("_", {"underscore"}),
+        ("id_rsa", {"underscore"}),
+        ("\\", {"backslash"}),
+        ("C:\\Users\\ops", {"backslash"}),
+        (".*", {"regex"}),
+        ("foo.*bar", {"regex"}),
+        ("(a|b)", {"regex"}),
+        ("[x]", {"regex"}),
+        ("^start$", {"regex"}),
+        ("a+b?", {"regex"}),
+        ("{2}", {"regex"}),
+        ('"hi"', {"quotes"}),  # surrounding quotes stripped: the word hi is searched
+        ('say "hi"', {"quotes"}),
+        ("and 'bye' and", {"quotes", "plain"}),  # whole query, then the words and, bye
+        ("日本語", {"cjk"}),
+        ("テキスト", {"cjk"}),
+        ("äpfel", {"umlaut"}),
+        ("Äpfel UND", {"umlaut"}),
+        ("журнал", {"cyrillic"}),
+        ("ОШИБОК", {"cyrillic"}),
+        ("kubectl rollout", {"mixed"}),
+        ("KUBECTL", {"mixed"}),
+    ],
+)
+def test_it_matches_literally_and_case_insensitively(owner, thread, messages, query, names):
+    assert found(owner, thread, query) == {messages[name].id for name in names}
+
+
+@pytest.mark.django_db
+def test_it_finds_nothing_where_a_wildcard_or_regex_reading_would_find_something(owner, thread, messages):
+    assert found(owner, thread, "id%rsa") == set()
+    assert found(owner, thread, "idXrs_") == set()
+    assert found(owner, thread, "a.c") == set()
+    assert found(owner, thread, "ab*c") == set()
+    assert found(owner, thread, "10[0-9]") == set()
+
+
+@pytest.mark.django_db
+def test_a_window_never_splits_a_character(owner, thread):
+    # Four-byte emoji and three-byte CJK all around the hit, so every byte
+    # offset near the window's edges falls inside a multi-byte character.
+    before = "😀語" * 700
+    after = "語😀" * 700
+    content = before + "ZEBRA-HIT" + after
+    (message,) = append(thread, {"role": "tool", "content": content})
+    result = search_memory(user=owner, query="zebra-hit", channel=thread.channel)
+    (hit,) = result.hits
+    assert hit.window.startswith(HEAD_MARK)
+    assert hit.window.endswith(TAIL_MARK)
+    shown = hit.window.removeprefix(HEAD_MARK).removesuffix(TAIL_MARK)
+    position = len(before)  # 0-based
+    assert shown == content[position - WINDOW_LEAD : position - WINDOW_LEAD + WINDOW_CHARS]
+    assert "\ufffd" not in result.text
+    assert message.id == hit.message_id
+
+
+@pytest.mark.django_db
+def test_it_windows_the_first_occurrence_of_a_term_in_a_field(owner, thread):
+    content = "head " + "y" * 1000 + " Marker one " + "y" * 1000 + " MARKER two"
+    append(thread, {"role": "tool", "content": content})
+    (hit,) = search_memory(user=owner, query="marker", channel=thread.channel).hits
+    assert "Marker one" in hit.window
+    assert "MARKER two" not in hit.window

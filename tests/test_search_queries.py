@@ -1,0 +1,104 @@
+"""A search costs a fixed number of SQL statements, whatever the number of hits.
+
+scope (1) + which fields match (1) + their windows (1) + the tool-call log
+row (1). The windows statement is skipped when nothing matches. A global
+search on PostgreSQL runs the match statement under a time budget: inside
+the test's transaction that adds a savepoint, the local settings, their
+restoration and the release (outside a transaction, only the settings); when
+the budget runs out it makes one more, bounded, attempt over the newest
+messages. Each path is pinned here with budgets that cannot run out by
+accident on a busy machine.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from tests.conftest import append, make_thread
+from threadmem import services
+from threadmem.search import search_memory
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+
+
+def fill(thread, hits: int) -> None:
+    batch = [{"role": "tool", "content": "y" * 5000 + f" tally-{i} " + "y" * 5000} for i in range(hits)] + [
+        {
+            "role": "assistant",
+            "tool_calls": [{"id": f"t{i}", "name": "shell", "arguments": {"command": f"echo tally-{i}"}}],
+        }
+        for i in range(hits)
+    ]
+    services.messages_append(thread=thread, messages=services.messages_parse(batch), run_hooks=False)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("hits", [1, 5, 60])
+def test_a_thread_search_makes_four_queries_whatever_the_hits(owner, thread, hits, django_assert_num_queries):
+    fill(thread, hits)
+    with django_assert_num_queries(4):
+        result = search_memory(user=owner, query="tally", channel=thread.channel)
+    assert result.literal_hits_total == 2 * hits
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("hits", [1, 40, 200])
+def test_a_global_search_makes_a_fixed_number_of_queries_whatever_the_hits(
+    owner, thread, hits, django_assert_num_queries, settings
+):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    fill(thread, hits)
+    with django_assert_num_queries(8 if connection.vendor == "postgresql" else 4):
+        result = search_memory(user=owner, query="tally many words here")
+    assert result.literal_hits_total == min(2 * hits, SEARCH_COUNT_LIMIT)
+
+
+@pytest.mark.django_db
+def test_a_search_of_a_deep_fork_resolves_its_scope_in_one_query(owner, thread, django_assert_num_queries):
+    (message,) = append(thread, {"role": "user", "content": "tally at the root"})
+    parent = thread
+    for depth in range(5):
+        parent = make_thread(owner, f"fork-{depth}", fork_from=message)
+        (message,) = append(parent, {"role": "user", "content": f"tally at depth {depth}"})
+    with django_assert_num_queries(4):
+        result = search_memory(user=owner, query="tally", channel=parent.channel)
+    assert result.literal_hits_total == 6
+
+
+@pytest.mark.django_db
+def test_a_search_without_hits_skips_the_windows(owner, thread, django_assert_num_queries):
+    fill(thread, 3)
+    with django_assert_num_queries(3):
+        result = search_memory(user=owner, query="absent-term", channel=thread.channel)
+    assert result.literal_hits_total == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
+@pytest.mark.parametrize("hits", [40, 200])
+def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
+    owner, thread, hits, django_assert_num_queries, settings
+):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
+    settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
+    fill(thread, hits)
+    # scope, savepoint, settings, the timed-out attempt, rollback and release of the savepoint, then
+    # savepoint, settings, the newest-messages attempt, restoration, release, windows, log row.
+    with django_assert_num_queries(13):
+        result = search_memory(user=owner, query="tally")
+    assert result.coverage == "recent"
+    assert result.hits
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
+def test_a_global_search_leaves_the_callers_transaction_settings_alone(owner, thread):
+    fill(thread, 2)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        before = cursor.fetchone()
+        assert search_memory(user=owner, query="tally").literal_hits_total == 4
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone() == before
+        cursor.execute("SHOW max_parallel_workers_per_gather")
+        assert cursor.fetchone() != ("0",)

@@ -1,0 +1,59 @@
+"""Reads for compaction: its history, what one compaction summarizes, the automatic trigger's size."""
+
+from __future__ import annotations
+
+from django.db.models import BigIntegerField, Func, Q, QuerySet, Sum, TextField
+from django.db.models.functions import Cast, Coalesce
+
+from threadmem import selectors
+from threadmem.compaction.summary import GenerationInput
+from threadmem.models import Compaction, Message, Thread
+
+# What the model sees of a generation (selectors.context_messages uses the same rule).
+MODEL_VISIBLE = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
+
+
+class TextSize(Func):
+    """Stored text size. PostgreSQL's octet_length reads a TOASTed value's size
+    without decompressing it (bytes, so a little over the characters of
+    non-ASCII text); SQLite counts characters."""
+
+    function = "OCTET_LENGTH"
+    output_field = BigIntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return super().as_sql(compiler, connection, function="LENGTH", **extra_context)
+
+
+def compaction_list_for(*, thread: Thread) -> QuerySet[Compaction]:
+    """The thread's compaction history, newest first."""
+    return Compaction.objects.filter(thread=thread).select_related("requested_by").order_by("-created_at", "-id")
+
+
+def generation_visible_chars(*, thread: Thread, generation: int) -> int:
+    """The model-visible text of one generation (contents and tool-call arguments), in one aggregate query."""
+    size = TextSize("content") + TextSize(Cast("tool_calls", TextField()))
+    total = (
+        Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=generation)
+        .order_by()
+        .aggregate(total=Coalesce(Sum(size), 0))["total"]
+    )
+    return int(total)
+
+
+def generation_input(*, thread: Thread, generation: int, cut_seq: int) -> GenerationInput:
+    """The messages one compaction summarizes: the generation's model-visible ones up to the cut.
+
+    The previous summary leads. A fork still in the generation it was forked
+    at also carries the parent's context up to the fork point, as
+    ``selectors.context_messages`` shows it to the model.
+    """
+    own = list(Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=generation, seq__lte=cut_seq))
+    own.sort(key=lambda m: (m.kind != Message.Kind.SUMMARY, m.seq))
+    inherited: list[Message] = []
+    if thread.parent_id is not None and thread.fork_message_id is not None:
+        fork = Message.objects.only("generation", "seq").get(pk=thread.fork_message_id)
+        if fork.generation == generation and not any(m.kind == Message.Kind.SUMMARY for m in own):
+            parent = Thread.objects.get(pk=thread.parent_id)
+            inherited = selectors.context_messages_upto(parent, fork.generation, fork.seq)
+    return GenerationInput(channel=thread.channel, title=thread.title, generation=generation, messages=inherited + own)

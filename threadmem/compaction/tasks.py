@@ -1,0 +1,57 @@
+"""The compaction task: fetch by id, call the service (STYLE: tasks stay thin).
+
+``acks_late`` with ``reject_on_worker_lost``: a worker that dies mid-task
+leaves the message unacknowledged, so the broker delivers it again and the
+next attempt takes over the dead claim (``service.compaction_claim``).
+
+Retries (transient model errors, unusable answers, the soft time limit) back
+off exponentially with full jitter, as ``autoretry_for``/``retry_backoff``/
+``retry_jitter`` would; the last attempt marks the compaction failed instead
+of raising. The retry is spelled out because with no broker (tasks run
+eagerly, ``task_eager_propagates`` on) Celery's autoretry raises ``Retry``
+into the caller, here the request that enqueued the compaction; eagerly,
+the attempts run one after the other in this process, without waiting.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
+
+from threadmem.compaction import service
+
+
+def retry_countdown(retries: int) -> float:
+    """Seconds before the next attempt: exponential from THREADMEM_COMPACTION_RETRY_BACKOFF, full jitter."""
+    return get_exponential_backoff_interval(
+        factor=settings.THREADMEM_COMPACTION_RETRY_BACKOFF,
+        retries=retries,
+        maximum=service.RETRY_BACKOFF_MAX,
+        full_jitter=True,
+    )
+
+
+@shared_task(
+    bind=True,
+    name="threadmem.compaction.run",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    max_retries=settings.THREADMEM_COMPACTION_MAX_RETRIES,
+    soft_time_limit=service.soft_time_limit(),
+    time_limit=service.hard_time_limit(),
+)
+def compaction_run_task(self, compaction_id: int) -> str:
+    retries = self.request.retries or 0
+    try:
+        outcome = service.compaction_run(compaction_id=compaction_id, final_attempt=retries >= self.max_retries)
+    except service.RETRYABLE_ERRORS as exc:
+        # compaction_run gave the claim back; the next attempt claims it again.
+        if self.request.is_eager:
+            return compaction_run_task.apply(args=[compaction_id], task_id=self.request.id, retries=retries + 1).result
+        raise self.retry(exc=exc, countdown=retry_countdown(retries)) from exc
+    if outcome.status == "busy" and outcome.retry_at is not None and not self.request.is_eager:
+        # The claim's holder is on another host and cannot be checked: look
+        # again when its lease runs out (the hard time limit has ended it by then).
+        compaction_run_task.apply_async(args=[compaction_id], eta=outcome.retry_at, task_id=self.request.id)
+    return f"{outcome.status}: {outcome.detail}"

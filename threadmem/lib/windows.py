@@ -1,0 +1,65 @@
+"""Windows around a hit: which characters of a field a search result shows.
+
+Positions are 1-based character positions, as SQL's ``strpos``/``substr``
+count them, so the SQL that cuts a window and the Python that labels it agree.
+The database cuts the characters (it never ships a 60,000-character field to
+Python); these helpers decide the markers from the slice it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Window:
+    """The shown part of one field around one hit."""
+
+    start: int  # 1-based position of the first shown character
+    text: str  # the shown characters, at most the window width
+    cut_before: bool  # the field has characters before ``start``
+    cut_after: bool  # the field goes on after the shown characters
+
+    @property
+    def end(self) -> int:
+        """1-based position of the last shown character."""
+        return self.start + len(self.text) - 1
+
+    def covers(self, position: int, length: int) -> bool:
+        """Whether a hit of ``length`` characters at ``position`` lies wholly inside the window."""
+        return self.start <= position and position + length - 1 <= self.end
+
+    def render(self, *, head_mark: str, tail_mark: str) -> str:
+        return f"{head_mark if self.cut_before else ''}{self.text}{tail_mark if self.cut_after else ''}"
+
+
+def window_start(position: int, *, lead: int) -> int:
+    """The window starts ``lead`` characters before the hit, or at the field start."""
+    return max(1, position - lead)
+
+
+def window_from_slice(*, position: int, piece: str, width: int, lead: int) -> Window:
+    """The window for a hit at ``position``, given ``piece``: the field's characters
+    from ``window_start(position)`` on, at most ``width + 1`` of them.
+
+    The one character past the width only tells whether the field goes on.
+    """
+    start = window_start(position, lead=lead)
+    return Window(start=start, text=piece[:width], cut_before=start > 1, cut_after=len(piece) > width)
+
+
+def window_around(text: str, position: int, *, width: int, lead: int) -> Window:
+    """The same window computed from a whole field in memory (tests, baselines, small texts)."""
+    start = window_start(position, lead=lead)
+    return window_from_slice(position=position, piece=text[start - 1 : start - 1 + width + 1], width=width, lead=lead)
+
+
+def min_window_chars(*, field_chars_at_least: int, term_chars: int, width: int, lead: int) -> int:
+    """The fewest characters a window of a hit can show, without knowing where the hit is.
+
+    With the hit at the very end of a field of L characters the window holds
+    min(L, term + lead) characters; anywhere earlier it holds more, up to the
+    width. L is at least the term's length (the field contains it).
+    """
+    field_chars = max(field_chars_at_least, term_chars)
+    return min(width, field_chars, term_chars + lead)

@@ -1,0 +1,204 @@
+"""message_context_read: one message as stored, paged (SPEC §3).
+
+A model-facing caller reads exactly the messages search may show it; any
+other id answers NotFound, the same as an id that does not exist. Operators
+read every message, flags shown. The text is at most ``AUDIT_READ_MAX_CHARS``
+characters: the message's metadata, its tool calls (an assistant's calls name
+the messageIds of their results; a result names its call), and a page of
+content from ``offset``, followed by ``next offset: <n>`` when more remains.
+
+Tool-call arguments are shown as JSON up to ``TOOL_CALLS_MAX_CHARS``; content
+is what pages (tool results, the large fields, live there). A longer argument
+is still reachable: search_memory windows every argument leaf by its path.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
+
+from threadmem.errors import DomainError, InvalidInput
+from threadmem.models import SEARCHABLE, Message, ToolCall
+from threadmem.search.bounded import TAIL_MARK, one_line
+from threadmem.search.literal import searchable_sql
+from threadmem.search.log import tool_call_log
+from threadmem.selectors import message_get_for
+
+AUDIT_READ_MAX_CHARS = 12_000
+TOOL_CALLS_MAX_CHARS = 4_000
+VIEWS = ("audit",)
+HEADER = "[message_context_read] messageId={id} view=audit"
+
+
+@dataclass
+class AuditRead:
+    message: Message
+    content: str  # the page of content from ``offset``
+    text: str  # exactly what the model reads
+    offset: int
+    next_offset: int | None
+    result_message_ids: list[int] = field(default_factory=list)  # an assistant's tool calls -> their results
+    call_message_id: int | None = None  # a tool result -> the message holding its call
+
+
+def _check_view(view: Any) -> str:
+    if view not in VIEWS:
+        raise InvalidInput(f"view must be one of: {', '.join(VIEWS)}", field="view")
+    return view
+
+
+def _check_offset(offset: Any) -> int:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidInput("offset must be a non-negative integer", field="offset")
+    return offset
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def _result_ids(message: Message, *, model_facing: bool) -> dict[str, list[int]]:
+    """Tool-call id -> ids of the tool results answering it, in thread order."""
+    call_ids = [call.get("id") for call in message.tool_calls if call.get("id")]
+    if not call_ids:
+        return {}
+    results = Message.objects.filter(thread_id=message.thread_id, role=Message.Role.TOOL, tool_call_id__in=call_ids)
+    if model_facing:
+        results = results.filter(SEARCHABLE)
+    by_call: dict[str, list[int]] = {}
+    for result_id, call_id in results.order_by("seq").values_list("id", "tool_call_id"):
+        by_call.setdefault(call_id, []).append(result_id)
+    return by_call
+
+
+def _call_message_id(message: Message, *, model_facing: bool) -> int | None:
+    """The assistant message in the same thread whose tool calls include this result's call."""
+    if message.role != Message.Role.TOOL or not message.tool_call_id:
+        return None
+    if connection.vendor == "postgresql":
+        holds_call = "m.tool_calls @> CAST(%s AS jsonb)"
+        call_param: Any = json.dumps([{"id": message.tool_call_id}])
+    else:
+        holds_call = "EXISTS (SELECT 1 FROM json_each(m.tool_calls) j WHERE json_extract(j.value, '$.id') = %s)"
+        call_param = message.tool_call_id
+    condition, params = "", []
+    if model_facing:
+        searchable, params = searchable_sql("m")
+        condition = f" AND {searchable}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.id FROM threadmem_message m WHERE m.thread_id = %s AND m.role = %s "
+            f"AND {holds_call}{condition} ORDER BY m.seq DESC LIMIT 1",
+            [message.thread_id, Message.Role.ASSISTANT, call_param, *params],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _tool_calls_block(message: Message, results: dict[str, list[int]]) -> str:
+    if not message.tool_calls:
+        return ""
+    lines = ["tool calls:"]
+    for call in message.tool_calls:
+        result_ids = results.get(call.get("id") or "", [])
+        named = ", ".join(f"messageId={result_id}" for result_id in result_ids) or "none stored"
+        lines.append(f"- id={one_line(call.get('id') or '-')} name={one_line(call.get('name') or '')} results: {named}")
+        lines.append(f"  arguments: {json.dumps(call.get('arguments', {}), ensure_ascii=False)}")
+    block = "\n".join(lines)
+    if len(block) > TOOL_CALLS_MAX_CHARS:
+        block = block[: TOOL_CALLS_MAX_CHARS - len(TAIL_MARK)] + TAIL_MARK
+    return block
+
+
+def _page(message: Message, *, prefix: str, offset: int) -> tuple[str, str, int | None]:
+    """``(text, page, next_offset)`` with the text at most AUDIT_READ_MAX_CHARS characters."""
+    content = message.content
+    total = len(content)
+    # Reserve the two lines around the page at their longest, then fill the rest.
+    longest = len(f"content (characters {total} to {total} of {total}):") + len(f"next offset: {total}")
+    room = AUDIT_READ_MAX_CHARS - len(prefix) - longest - 3  # three newlines
+    page = content[offset : offset + max(room, 0)]
+    end = offset + len(page)
+    next_offset = end if end < total else None
+    text = f"{prefix}\ncontent (characters {offset} to {end} of {total}):\n{page}"
+    if next_offset is not None:
+        text += f"\nnext offset: {next_offset}"
+    return text, page, next_offset
+
+
+def message_context_read(
+    *,
+    user: AbstractBaseUser,
+    message_id: Any,
+    view: str = "audit",
+    offset: int = 0,
+    model_facing: bool,
+    surface: str = "api",
+) -> AuditRead:
+    started = time.perf_counter()
+    arguments = {"message_id": message_id, "view": view, "offset": offset}
+    thread_id = None
+    try:
+        _check_view(view)
+        offset = _check_offset(offset)
+        message = message_get_for(user=user, message_id=message_id, model_facing=model_facing)
+        thread_id = message.thread_id
+        if offset > len(message.content):
+            raise InvalidInput(
+                f"offset {offset} is past the end of the content ({len(message.content)} characters)", field="offset"
+            )
+        results = _result_ids(message, model_facing=model_facing)
+        call_message_id = _call_message_id(message, model_facing=model_facing)
+        lines = [
+            HEADER.format(id=message.id),
+            f"channel: {one_line(message.thread.channel)} · sessionId: {one_line(message.session_id) or '-'} · "
+            f"generation: {message.generation} · seq: {message.seq} · role: {message.role} · kind: {message.kind}",
+            f"created: {message.created_at.isoformat()} · flags: model_visible={_flag(message.model_visible)} "
+            f"isolated={_flag(message.isolated)} superseded_by={message.superseded_by_id or '-'} "
+            f"thread_isolated={_flag(message.thread.isolated)}",
+        ]
+        block = _tool_calls_block(message, results)
+        if block:
+            lines.append(block)
+        if message.role == Message.Role.TOOL and message.tool_call_id:
+            holder = f"messageId={call_message_id}" if call_message_id else "not stored in this thread"
+            lines.append(f"result of tool call: id={one_line(message.tool_call_id)} in {holder}")
+        text, page, next_offset = _page(message, prefix="\n".join(lines), offset=offset)
+    except DomainError as err:
+        tool_call_log(
+            tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
+            user=user,
+            surface=surface,
+            arguments=arguments,
+            thread_id=thread_id,
+            chars_returned=len(err.message),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            status_code=err.status_code,
+        )
+        raise
+    tool_call_log(
+        tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
+        user=user,
+        surface=surface,
+        arguments=arguments,
+        thread_id=thread_id,
+        hits_total=1,
+        hits_shown=1,
+        chars_returned=len(text),
+        truncated=next_offset is not None,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+    return AuditRead(
+        message=message,
+        content=page,
+        text=text,
+        offset=offset,
+        next_offset=next_offset,
+        result_message_ids=[result_id for ids in results.values() for result_id in ids],
+        call_message_id=call_message_id,
+    )

@@ -1,0 +1,546 @@
+"""The literal part of search_memory: two SQL statements, whatever the number of hits.
+
+1. ``_match_sql``: which (term, field) pairs match, newest first, as small rows
+   (ids, metadata and a length bound; no text). One ``UNION ALL`` branch per
+   term and field kind, so each branch is one indexable condition that is
+   evaluated once per row. The global scope on PostgreSQL gives this a time
+   budget and falls back to the newest messages (``_match_rows``).
+2. ``_window_sql_*``: for the few fields that can be listed, each term's first
+   position and the window around it, cut by the database, in listing order
+   until the listed entries fill the literal cap. Only ``WINDOW_CHARS + 1``
+   characters of a field ever leave the database.
+
+Matching is literal and case-insensitive on both backends:
+
+* PostgreSQL: ``col ~* '***=<term>'``. The ``***=`` director makes the rest of
+  the pattern a literal string (``%``, ``_``, ``\\`` and regex characters are
+  plain characters, nothing to escape), the trigram GIN indexes of migration
+  0002 serve it, and the regex engine matches case-insensitively without
+  lower-casing the whole field first, which measured about twice as fast as
+  ``ILIKE`` on large rows. (Django's ``__icontains`` compiles to
+  ``UPPER(col) LIKE UPPER(...)``, which those indexes do not serve.)
+  Positions come from ``regexp_instr`` with the same pattern and flag, so a
+  row that matched has a position. Needs PostgreSQL 15 or newer.
+* SQLite: a deterministic Python function ``threadmem_ifind(field, folded)``
+  registered on the connection: SQLite's own ``LIKE``/``lower`` fold ASCII
+  only, which would make non-ASCII queries case-sensitive.
+
+Both fold case one character to one (``fold``), and ``substr`` counts
+characters on both, so a window never splits a character.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+
+from threadmem.lib.terms import fold
+from threadmem.lib.windows import window_from_slice
+from threadmem.models import Message
+from threadmem.search.bounded import (
+    GLOBAL_RECENT_BYTES,
+    GLOBAL_RECENT_IDS,
+    GLOBAL_RECENT_MESSAGES,
+    SEARCH_COUNT_LIMIT,
+    TAIL_MARK,
+    WINDOW_CHARS,
+    WINDOW_LEAD,
+    Candidate,
+    LiteralPart,
+    WindowKey,
+    entries_budget,
+    fields_to_window,
+    hit_header,
+    literal_part,
+)
+from threadmem.search.scope import SearchScope
+
+# Global scope on PostgreSQL: how long the index path may take before the
+# search falls back to the newest messages, and how long that may take
+# (settings THREADMEM_SEARCH_INDEX_BUDGET_MS, THREADMEM_SEARCH_RECENT_BUDGET_MS).
+# A trigram index narrows a rare term to a few rows in milliseconds, but a
+# term whose trigrams are all common (a phrase of common words, a path of
+# common parts) leaves it thousands of large rows to re-check: seconds on a
+# store of a million messages (bench/search.py).
+
+
+def index_budget_ms() -> int:
+    return settings.THREADMEM_SEARCH_INDEX_BUDGET_MS
+
+
+def recent_budget_ms() -> int:
+    return settings.THREADMEM_SEARCH_RECENT_BUDGET_MS
+
+
+class Dialect:
+    vendor = ""
+
+    def pattern(self, term: str) -> str:
+        raise NotImplementedError
+
+    def matches(self, column: str) -> str:
+        """A condition on ``column`` with one placeholder for ``pattern(term)``."""
+        raise NotImplementedError
+
+    def position(self, column: str, pattern_column: str) -> str:
+        raise NotImplementedError
+
+    def min_chars(self, column: str) -> str:
+        raise NotImplementedError
+
+    def greatest(self, left: str, right: str) -> str:
+        raise NotImplementedError
+
+    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``ids``, as one parameter whatever their number."""
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        """Make the connection ready for the statements below."""
+
+
+class PostgresDialect(Dialect):
+    vendor = "postgresql"
+
+    def pattern(self, term: str) -> str:
+        return f"***={term}"
+
+    def matches(self, column: str) -> str:
+        return f"{column} ~* %s"
+
+    def position(self, column: str, pattern_column: str) -> str:
+        return f"regexp_instr({column}, {pattern_column}, 1, 1, 0, 'i')"
+
+    def min_chars(self, column: str) -> str:
+        # octet_length reads the stored size without decompressing the value;
+        # UTF-8 needs at most 4 bytes a character.
+        return f"((octet_length({column}) + 3) / 4)"
+
+    def greatest(self, left: str, right: str) -> str:
+        return f"greatest({left}, {right})"
+
+    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(CAST(%s AS bigint[]))", [list(ids)]
+
+
+def ifind(field: str | None, folded_term: str | None) -> int:
+    """1-based position of the first case-insensitive occurrence, 0 when absent."""
+    if field is None or not folded_term:
+        return 0
+    return fold(field).find(folded_term) + 1
+
+
+class SqliteDialect(Dialect):
+    vendor = "sqlite"
+
+    def pattern(self, term: str) -> str:
+        return fold(term)
+
+    def matches(self, column: str) -> str:
+        return f"threadmem_ifind({column}, %s) > 0"
+
+    def position(self, column: str, pattern_column: str) -> str:
+        return f"threadmem_ifind({column}, {pattern_column})"
+
+    def min_chars(self, column: str) -> str:
+        return f"length({column})"
+
+    def greatest(self, left: str, right: str) -> str:
+        return f"max({left}, {right})"
+
+    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+
+    def prepare(self) -> None:
+        # Registering is idempotent and costs microseconds; doing it here
+        # (not on connection_created) covers connections opened before this
+        # module was imported.
+        connection.ensure_connection()
+        connection.connection.create_function("threadmem_ifind", 2, ifind, deterministic=True)
+
+
+def dialect() -> Dialect:
+    if connection.vendor == "postgresql":
+        return PostgresDialect()
+    if connection.vendor == "sqlite":
+        return SqliteDialect()
+    raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")
+
+
+# --- the filters every path shares -------------------------------------------
+
+
+def searchable_sql(alias: str) -> tuple[str, list[Any]]:
+    """``models.SEARCHABLE`` as SQL on message alias ``alias`` (tests pin the two together)."""
+    return (
+        f"{alias}.kind = %s AND {alias}.model_visible = %s AND {alias}.isolated = %s "
+        f"AND {alias}.superseded_by_id IS NULL",
+        [Message.Kind.MESSAGE, True, False],
+    )
+
+
+def scope_sql(scope: SearchScope, sql: Dialect, *, message: str, argument: str | None = None) -> tuple[str, list[Any]]:
+    """``(condition, params)`` restricting message alias ``message`` (and argument alias ``argument``) to the scope.
+
+    Thread scope: the thread and its ancestors, each capped at its fork point.
+    Global scope: the caller's readable threads (non-operators) or every
+    thread but the isolated ones (operators), as resolved by ``resolve_scope``.
+    """
+    if scope.is_global:
+        if scope.readable_thread_ids is not None:
+            condition, params = sql.in_ids(f"{message}.thread_id", scope.readable_thread_ids)
+            if argument is not None:
+                # Lets the planner use the argument table's own thread index.
+                extra, extra_params = sql.in_ids(f"{argument}.thread_id", scope.readable_thread_ids)
+                condition, params = f"{condition} AND {extra}", [*params, *extra_params]
+            return condition, params
+        if not scope.hidden_thread_ids:
+            return "1 = 1", []
+        condition, params = sql.in_ids(f"{message}.thread_id", scope.hidden_thread_ids)
+        return f"NOT ({condition})", params
+    clauses = []
+    params = []
+    for part in scope.parts:
+        clause = f"{message}.thread_id = %s"
+        params.append(part.thread_id)
+        if argument is not None:
+            clause += f" AND {argument}.thread_id = %s"
+            params.append(part.thread_id)
+        if part.max_seq is not None:
+            clause += f" AND {message}.seq <= %s"
+            params.append(part.max_seq)
+        clauses.append(f"({clause})")
+    return "(" + " OR ".join(clauses) + ")", params
+
+
+# --- statement 1: which (term, field) pairs match -----------------------------
+
+_CONTENT_COLUMNS = (
+    "m.id AS message_id, 0 AS arg_id, '' AS path, {min_chars} AS min_chars, m.session_id, m.generation, m.role"
+)
+_ARGUMENT_COLUMNS = (
+    "a.message_id AS message_id, a.id AS arg_id, a.path AS path, {min_chars} AS min_chars, "
+    "m.session_id, m.generation, m.role"
+)
+
+
+def _match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[str, list[Any]]:
+    """Every (term, field) match in the scope: the index path.
+
+    In the global scope each branch stops at SEARCH_COUNT_LIMIT + 1 rows,
+    newest first; in a thread's scope it counts them all.
+    """
+    limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
+    searchable, searchable_params = searchable_sql("m")
+    content_scope, content_scope_params = scope_sql(scope, sql, message="m")
+    argument_scope, argument_scope_params = scope_sql(scope, sql, message="m", argument="a")
+    branches = []
+    params: list[Any] = []
+    for index, term in enumerate(terms):
+        pattern = sql.pattern(term)
+        branch = (
+            f"SELECT {index} AS term, {_CONTENT_COLUMNS.format(min_chars=sql.min_chars('m.content'))} "
+            f"FROM threadmem_message m WHERE {content_scope} AND {searchable} AND {sql.matches('m.content')}"
+        )
+        branch_params = [*content_scope_params, *searchable_params, pattern]
+        if limit:
+            branch += " ORDER BY m.id DESC LIMIT %s"
+            branch_params.append(limit)
+        branches.append(f"SELECT * FROM ({branch}) c{index}")
+        params += branch_params
+        branch = (
+            f"SELECT {index} AS term, {_ARGUMENT_COLUMNS.format(min_chars=sql.min_chars('a.value'))} "
+            "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
+            f"WHERE {argument_scope} AND {searchable} AND {sql.matches('a.value')}"
+        )
+        branch_params = [*argument_scope_params, *searchable_params, pattern]
+        if limit:
+            branch += " ORDER BY a.message_id DESC, a.id LIMIT %s"
+            branch_params.append(limit)
+        branches.append(f"SELECT * FROM ({branch}) a{index}")
+        params += branch_params
+    return " UNION ALL ".join(branches) + " ORDER BY term, message_id DESC, arg_id", params
+
+
+def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[str, list[Any]]:
+    """The fallback of a global search the index cannot narrow in time: the newest messages only.
+
+    The whole query (not each word: the words are what made it too broad) in
+    the scope's searchable messages among the newest GLOBAL_RECENT_IDS ids, up
+    to GLOBAL_RECENT_BYTES of content or GLOBAL_RECENT_MESSAGES messages, and
+    their tool arguments: a fixed amount of work whatever the terms.
+    ``octet_length`` reads stored sizes without decompressing anything; the id
+    range keeps a caller who owns a sliver of the store from sorting all of it.
+    """
+    searchable, searchable_params = searchable_sql("m")
+    in_scope, scope_params = scope_sql(scope, sql, message="m")
+    pattern = sql.pattern(terms[0])
+    limit = SEARCH_COUNT_LIMIT + 1
+    statement = (
+        "WITH r AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
+        "SELECT m.id, m.content, m.session_id, m.generation, m.role, "
+        "sum(octet_length(m.content)) OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS seen "
+        f"FROM threadmem_message m WHERE {in_scope} AND {searchable} "
+        "AND m.id > (SELECT max(l.id) FROM threadmem_message l) - %s "
+        "ORDER BY m.id DESC LIMIT %s"
+        ") n WHERE n.seen - octet_length(n.content) < %s) "
+        f"SELECT * FROM (SELECT 0 AS term, {_CONTENT_COLUMNS.format(min_chars=sql.min_chars('m.content'))} "
+        f"FROM r m WHERE {sql.matches('m.content')} ORDER BY m.id DESC LIMIT %s) c0 "
+        "UNION ALL "
+        # LATERAL: each recent message's own arguments by index, not a scan of every argument.
+        f"SELECT * FROM (SELECT 0 AS term, {_ARGUMENT_COLUMNS.format(min_chars=sql.min_chars('a.value'))} "
+        "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
+        f"WHERE {sql.matches('a.value')} ORDER BY a.message_id DESC, a.id LIMIT %s) a0 "
+        "ORDER BY term, message_id DESC, arg_id"
+    )
+    params = [
+        *scope_params,
+        *searchable_params,
+        GLOBAL_RECENT_IDS,
+        GLOBAL_RECENT_MESSAGES,
+        GLOBAL_RECENT_BYTES,
+        pattern,
+        limit,
+        pattern,
+        limit,
+    ]
+    return statement, params
+
+
+def _is_timeout(error: DatabaseError) -> bool:
+    try:
+        from psycopg.errors import QueryCanceled
+    except ImportError:  # pragma: no cover - psycopg is a requirement
+        return False
+    return isinstance(error.__cause__, QueryCanceled)
+
+
+def _within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tuple] | None:
+    """Run ``statement`` with a statement timeout; None when it ran out of time.
+
+    No parallel workers either: on a small shared machine they start slower
+    than these LIMITed scans finish, and do work the LIMIT throws away. Both
+    settings are transaction-local; inside a caller's transaction they would
+    outlive the savepoint, so they are given back.
+    """
+    nested = connection.in_atomic_block
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('statement_timeout'), current_setting('max_parallel_workers_per_gather'), "
+                "set_config('statement_timeout', %s, true), set_config('max_parallel_workers_per_gather', '0', true)",
+                [str(budget_ms)],
+            )
+            previous = list(cursor.fetchone()[:2])
+            cursor.execute(statement, params)
+            rows = cursor.fetchall()
+            if nested:
+                cursor.execute(
+                    "SELECT set_config('statement_timeout', %s, true), "
+                    "set_config('max_parallel_workers_per_gather', %s, true)",
+                    previous,
+                )
+            return rows
+    except DatabaseError as error:
+        if not _is_timeout(error):
+            raise
+    return None
+
+
+def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[list[tuple], str]:
+    """``(rows, coverage)``: coverage ``all`` (the index path), ``recent`` or ``none``.
+
+    In a thread's scope, and on SQLite, the index path runs to the end (a
+    thread's count is exact). In the global scope on PostgreSQL it has
+    ``index_budget_ms()``; past that the whole query is searched in the
+    newest messages within ``recent_budget_ms()``; past that too, nothing is
+    listed and the text says so. Either way a global search answers in about
+    the sum of the two budgets, whatever the terms.
+    """
+    statement, params = _match_sql(scope, terms, sql)
+    if not (scope.is_global and sql.vendor == "postgresql"):
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall(), "all"
+    rows = _within_budget(statement, params, index_budget_ms())
+    if rows is not None:
+        return rows, "all"
+    statement, params = _recent_match_sql(scope, terms, sql)
+    rows = _within_budget(statement, params, recent_budget_ms())
+    if rows is not None:
+        return rows, "recent"
+    return [], "none"
+
+
+# --- statement 2: positions and windows of the fields that can be listed -----
+
+
+def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], sql: Dialect) -> tuple[str, list]:
+    rows = []
+    params: list[Any] = []
+    for ordinal, ((message_id, arg_id), term) in pairs:
+        rows.append("(CAST(%s AS integer), CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text))")
+        params += [ordinal, message_id, arg_id, sql.pattern(terms[term])]
+    return ", ".join(rows), params
+
+
+def _window_sql_walk(
+    pairs: Sequence[tuple[int, WindowKey]],
+    terms: Sequence[str],
+    costs: Sequence[int],
+    *,
+    budget: int,
+    sql: Dialect,
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: cut windows in listing order and stop once the listed entries fill the budget.
+
+    A recursive walk over the pairs: each step reads one field once (``|| ''``
+    detoasts it a single time for both the position and the cut), and adds the
+    entry's length when the pair opens its field's first entry (``costs`` holds
+    that entry's header length, or -1 for a pair that opens nothing). Entries
+    of later terms on a field already seen count as nothing here, so the walk
+    may cut a few windows more than get listed, never fewer. On the stress
+    thread this cuts ~10 windows where a fixed bound would cut ~27.
+    """
+    rows = []
+    params: list[Any] = []
+    for (ordinal, ((message_id, arg_id), term)), cost in zip(pairs, costs, strict=True):
+        rows.append(
+            "(CAST(%s AS integer), CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text), CAST(%s AS integer))"
+        )
+        params += [ordinal, message_id, arg_id, sql.pattern(terms[term]), cost]
+    searchable, searchable_params = searchable_sql("m")
+    lead, width, tail = WINDOW_LEAD, WINDOW_CHARS, len(TAIL_MARK)
+    statement = (
+        f"WITH RECURSIVE p(ord, message_id, arg_id, pattern, hdr) AS (VALUES {', '.join(rows)}), "
+        "w(ord, pos, piece, used) AS ("
+        "SELECT -1, CAST(NULL AS integer), CAST(NULL AS text), 0 "
+        "UNION ALL "
+        "SELECT p.ord, x.pos, x.piece, w.used + CASE WHEN p.hdr >= 0 AND x.pos > 0 THEN "
+        f"p.hdr + 1 + char_length(left(x.piece, {width})) + CASE WHEN x.pos > {lead + 1} THEN 1 ELSE 0 END "
+        f"+ CASE WHEN char_length(x.piece) > {width} THEN {tail} ELSE 0 END ELSE 0 END "
+        "FROM w JOIN p ON p.ord = w.ord + 1 CROSS JOIN LATERAL ("
+        f"SELECT y.pos, substr(y.body, greatest(y.pos - {lead}, 1), {width + 1}) AS piece FROM ("
+        f"SELECT b.body, {sql.position('b.body', 'p.pattern')} AS pos FROM ("
+        "SELECT (CASE WHEN p.arg_id = 0 "
+        f"THEN (SELECT m.content FROM threadmem_message m WHERE m.id = p.message_id AND {searchable}) "
+        "ELSE (SELECT a.value FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
+        f"WHERE a.id = p.arg_id AND {searchable}) END) || '' AS body OFFSET 0"
+        ") b OFFSET 0) y OFFSET 0) x "
+        "WHERE w.used <= %s"
+        ") "
+        "SELECT ord, pos, piece FROM w WHERE ord >= 0"
+    )
+    return statement, [*params, *searchable_params, *searchable_params, budget]
+
+
+def _window_sql_all(
+    pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], sql: Dialect
+) -> tuple[str, list[Any]]:
+    """SQLite: cut the windows of every pair (a file database on a laptop; no walk needed)."""
+    values, params = _pairs_values(pairs, terms, sql)
+    searchable, searchable_params = searchable_sql("m")
+    statement = (
+        f"WITH p(ord, message_id, arg_id, pattern) AS (VALUES {values}), "
+        "s AS MATERIALIZED ("
+        f"SELECT p.ord AS ord, m.content AS body, {sql.position('m.content', 'p.pattern')} AS pos "
+        f"FROM p JOIN threadmem_message m ON m.id = p.message_id WHERE p.arg_id = 0 AND {searchable} "
+        "UNION ALL "
+        f"SELECT p.ord, a.value, {sql.position('a.value', 'p.pattern')} "
+        "FROM p JOIN threadmem_toolargument a ON a.id = p.arg_id JOIN threadmem_message m ON m.id = a.message_id "
+        f"WHERE p.arg_id <> 0 AND {searchable}"
+        ") "
+        f"SELECT s.ord, s.pos, substr(s.body, {sql.greatest(f's.pos - {WINDOW_LEAD}', '1')}, {WINDOW_CHARS + 1}) "
+        "FROM s"
+    )
+    return statement, [*params, *searchable_params, *searchable_params]
+
+
+def _windows(
+    candidates: Sequence[Candidate], terms: Sequence[str], *, budget: int, sql: Dialect
+) -> dict[WindowKey, Any]:
+    """(field, term) -> (position, Window), or None when the field no longer matches.
+
+    Pairs the walk did not reach are absent: they cannot be listed.
+    """
+    pairs = list(enumerate(fields_to_window(list(candidates), list(terms), budget=budget)))
+    if not pairs:
+        return {}
+    windows: dict[WindowKey, Any] = {}
+    if sql.vendor == "postgresql":
+        first_candidate: dict[tuple[int, int], Candidate] = {}
+        for candidate in candidates:
+            first_candidate.setdefault(candidate.field_key, candidate)
+        opened: set[tuple[int, int]] = set()
+        costs = []
+        for _, (key, term) in pairs:
+            opener = first_candidate[key]
+            if key not in opened and term == opener.term:
+                opened.add(key)
+                costs.append(len(hit_header(opener)))
+            else:
+                costs.append(-1)
+        statement, params = _window_sql_walk(pairs, terms, costs, budget=budget, sql=sql)
+    else:
+        windows = {pair: None for _, pair in pairs}
+        statement, params = _window_sql_all(pairs, terms, sql)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        for ordinal, position, piece in cursor.fetchall():
+            _, pair = pairs[ordinal]
+            if not position:
+                windows[pair] = None
+                continue
+            window = window_from_slice(position=position, piece=piece, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+            windows[pair] = (position, window)
+    return windows
+
+
+def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
+    """Run the literal part for ``terms`` in ``scope``: two statements (one when nothing matches).
+
+    In the global scope on PostgreSQL the first runs inside a transaction with
+    a statement timeout (one more statement), and when the index cannot
+    narrow the terms in time, once more over the newest messages only.
+    """
+    if not terms:
+        return literal_part([], terms, {}, candidate_count=0)
+    sql = dialect()
+    sql.prepare()
+    rows, coverage = _match_rows(scope, terms, sql)
+    if coverage == "none":
+        return literal_part([], terms, {}, candidate_count=0, coverage=coverage)
+    candidates = [
+        Candidate(
+            term=row[0],
+            message_id=row[1],
+            arg_id=row[2],
+            path=row[3],
+            min_chars=int(row[4] or 0),
+            session_id=row[5],
+            generation=row[6],
+            role=row[7],
+        )
+        for row in rows
+    ]
+    bounded = False
+    if scope.is_global:
+        kept: list[Candidate] = []
+        per_term: dict[int, int] = {}
+        for candidate in candidates:
+            count = per_term.get(candidate.term, 0)
+            if count == SEARCH_COUNT_LIMIT:
+                bounded = True
+                continue
+            per_term[candidate.term] = count + 1
+            kept.append(candidate)
+        candidates = kept
+    if not candidates:
+        return literal_part([], terms, {}, candidate_count=0, bounded=bounded, coverage=coverage)
+    budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage)
+    windows = _windows(candidates, terms, budget=budget, sql=sql)
+    return literal_part(candidates, terms, windows, candidate_count=len(candidates), bounded=bounded, coverage=coverage)

@@ -1,0 +1,96 @@
+"""What a search may look at: one thread with its ancestry, or every readable thread.
+
+The scope is resolved once per call (one statement) and handed to both parts
+of the search, so the literal and the semantic part apply the same rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
+from django.db.models import QuerySet
+
+from threadmem.errors import NotFound
+from threadmem.models import SEARCHABLE, Message, Thread
+from threadmem.search.bounded import GLOBAL_CHANNEL
+from threadmem.selectors import ScopePart, is_operator, scope_filter
+
+# Forks of forks: far deeper than any real chain, and a guard against a cycle.
+FORK_DEPTH_MAX = 64
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    user: AbstractBaseUser
+    operator: bool
+    channel: str | None  # None: the global scope
+    thread_id: int | None = None
+    parts: tuple[ScopePart, ...] = ()
+    # Global scope, resolved to thread ids so the literal SQL filters messages
+    # by an indexed column instead of joining every thread: for a non-operator
+    # the readable threads (their own, not isolated); for an operator the
+    # isolated threads to leave out.
+    readable_thread_ids: tuple[int, ...] | None = None
+    hidden_thread_ids: tuple[int, ...] = ()
+
+    @property
+    def is_global(self) -> bool:
+        return self.channel is None
+
+    def messages(self) -> QuerySet[Message]:
+        """The messages search may show in this scope: the filter every path applies.
+
+        The semantic part ranks only these; the literal part's SQL mirrors it
+        (``literal.searchable_sql``/``scope_sql``) and the tests pin the two
+        together.
+        """
+        messages = Message.objects.filter(SEARCHABLE)
+        if self.is_global:
+            messages = messages.filter(thread__isolated=False)
+            if not self.operator:
+                messages = messages.filter(thread__owner=self.user)
+            return messages
+        return messages.filter(scope_filter(list(self.parts)))
+
+
+_CHAIN_SQL = f"""
+WITH RECURSIVE chain(depth, thread_id, owner_id, isolated, parent_id, fork_message_id, max_seq) AS (
+    SELECT 0, t.id, t.owner_id, t.isolated, t.parent_id, t.fork_message_id, CAST(NULL AS bigint)
+    FROM threadmem_thread t WHERE t.channel = %s
+    UNION ALL
+    SELECT c.depth + 1, p.id, p.owner_id, p.isolated, p.parent_id, p.fork_message_id,
+           (SELECT f.seq FROM threadmem_message f WHERE f.id = c.fork_message_id)
+    FROM chain c JOIN threadmem_thread p ON p.id = c.parent_id
+    WHERE c.depth < {FORK_DEPTH_MAX}
+)
+SELECT depth, thread_id, owner_id, isolated, max_seq FROM chain ORDER BY depth
+"""
+
+
+def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope:
+    """The scope of a search: ``channel`` None (or ``*``) is the global scope.
+
+    A thread the caller may not read answers NotFound, like one that does not
+    exist. An isolated ancestor is left out of a fork's scope: isolation hides
+    a thread from every scope but its own channel.
+    """
+    operator = is_operator(user)
+    if channel is None or channel == GLOBAL_CHANNEL:
+        if operator:
+            hidden = tuple(Thread.objects.filter(isolated=True).values_list("id", flat=True))
+            return SearchScope(user=user, operator=True, channel=None, hidden_thread_ids=hidden)
+        readable = tuple(Thread.objects.filter(owner=user, isolated=False).values_list("id", flat=True))
+        return SearchScope(user=user, operator=False, channel=None, readable_thread_ids=readable)
+    with connection.cursor() as cursor:
+        cursor.execute(_CHAIN_SQL, [channel])
+        chain = cursor.fetchall()
+    if not chain or (not operator and chain[0][2] != user.pk):
+        raise NotFound(f"thread {channel!r} not found", field="channel")
+    parts = tuple(
+        ScopePart(thread_id=thread_id, max_seq=max_seq)
+        for depth, thread_id, _owner, isolated, max_seq in chain
+        if depth == 0 or not isolated
+    )
+    return SearchScope(user=user, operator=operator, channel=channel, thread_id=chain[0][1], parts=parts)

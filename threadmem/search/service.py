@@ -1,0 +1,139 @@
+"""search_memory: validate, resolve the scope, run both parts concurrently, merge, log."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from threadmem.errors import DomainError, InvalidInput
+from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
+from threadmem.models import ToolCall
+from threadmem.search import semantic
+from threadmem.search.bounded import QUERY_MAX_CHARS, Hit, header_lines, merge
+from threadmem.search.literal import literal_search
+from threadmem.search.log import tool_call_log
+from threadmem.search.scope import resolve_scope
+
+CHANNEL_MAX_CHARS = 255
+
+
+@dataclass
+class SearchResult:
+    text: str  # exactly what the model reads
+    literal_hits_total: int
+    literal_hits_shown: int
+    truncated: bool  # the whole result was cut at THREAD_SEARCH_MAX_CHARS
+    hits: list[Hit] = field(default_factory=list)
+    total_is_lower_bound: bool = False  # global scope: counting stopped at SEARCH_COUNT_LIMIT, or early
+    stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
+    coverage: str = "all"  # "all", or in the global scope "recent" (newest messages only) or "none"
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise InvalidInput("query must be a string", field="query")
+    if "\x00" in query:
+        raise InvalidInput("query contains a NUL character", field="query")
+    if not query.strip():
+        raise InvalidInput("query must not be empty", field="query")
+    if len(query) > QUERY_MAX_CHARS:
+        raise InvalidInput(
+            f"query is {len(query)} characters; the limit is {QUERY_MAX_CHARS}: search for a distinctive part of it",
+            field="query",
+        )
+    return query
+
+
+def _check_channel(channel: Any) -> str | None:
+    if channel is None:
+        return None
+    if not isinstance(channel, str):
+        raise InvalidInput("channel must be a string", field="channel")
+    if "\x00" in channel:
+        raise InvalidInput("channel contains a NUL character", field="channel")
+    if not channel.strip():
+        return None
+    if len(channel) > CHANNEL_MAX_CHARS:
+        raise InvalidInput(f"channel is longer than {CHANNEL_MAX_CHARS} characters", field="channel")
+    return channel
+
+
+def _terms(query: str, *, global_scope: bool) -> list[str]:
+    terms = query_terms(query)
+    if not terms:
+        raise InvalidInput("query has nothing to search for once its surrounding quotes are stripped", field="query")
+    if global_scope:
+        # Without a run of three letters or digits the trigram index cannot
+        # narrow a term, and one search would read every message.
+        if not has_trigram_run(terms[0]):
+            raise InvalidInput(
+                f"a search without channel needs at least {TRIGRAM_RUN} letters or digits in a row in the query; "
+                "pass channel to search one thread for shorter text",
+                field="query",
+            )
+        terms = [terms[0], *(term for term in terms[1:] if has_trigram_run(term))]
+    return terms
+
+
+def search_memory(
+    *, user: AbstractBaseUser, query: str, channel: str | None = None, surface: str = "api"
+) -> SearchResult:
+    """The bounded pull interface (SPEC §2). Logs one ToolCall row, refused calls included."""
+    started = time.perf_counter()
+    arguments = {"query": query, "channel": channel}
+    thread_id = None
+    try:
+        query = _check_query(query)
+        channel = _check_channel(channel)
+        scope = resolve_scope(user=user, channel=channel)
+        thread_id = scope.thread_id
+        terms = _terms(query, global_scope=scope.is_global)
+        semantic_text = semantic.start(scope=scope, query=query, terms=terms)
+        literal = literal_search(scope=scope, terms=terms)
+        header = header_lines(
+            channel=scope.channel,
+            query=query,
+            total=literal.total,
+            shown=literal.shown,
+            bounded=literal.bounded,
+            stopped_early=literal.stopped_early,
+        )
+        text, truncated = merge(header=header, literal=literal.text, semantic=semantic_text())
+    except DomainError as err:
+        tool_call_log(
+            tool=ToolCall.Tool.SEARCH_MEMORY,
+            user=user,
+            surface=surface,
+            arguments=arguments,
+            thread_id=thread_id,
+            chars_returned=len(err.message),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            status_code=err.status_code,
+        )
+        raise
+    result = SearchResult(
+        text=text,
+        literal_hits_total=literal.total,
+        literal_hits_shown=literal.shown,
+        truncated=truncated,
+        hits=literal.hits,
+        total_is_lower_bound=literal.bounded or literal.stopped_early,
+        stopped_early=literal.stopped_early,
+        coverage=literal.coverage,
+    )
+    tool_call_log(
+        tool=ToolCall.Tool.SEARCH_MEMORY,
+        user=user,
+        surface=surface,
+        arguments=arguments,
+        thread_id=thread_id,
+        hits_total=result.literal_hits_total,
+        hits_shown=result.literal_hits_shown,
+        chars_returned=len(text),
+        truncated=truncated,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+    return result
