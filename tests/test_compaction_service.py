@@ -442,3 +442,28 @@ def test_a_request_does_not_re_enqueue_a_compaction_waiting_for_its_retry(
     assert compaction.lease_expires_at > timezone.now() + service.lease_duration()
     assert Generation.objects.get(thread=thread).state == Generation.State.OPEN
     assert callbacks == []
+
+
+def test_appends_keep_a_running_total_of_the_generations_visible_text(thread, no_model):
+    append(thread, {"role": "user", "content": "héllo"})  # 6 bytes in UTF-8
+    append(thread, {"role": "user", "content": "hidden", "model_visible": False})
+    append(thread, {"role": "assistant", "tool_calls": [{"id": "c", "name": "bash", "arguments": {"cmd": "ls"}}]})
+
+    total = Generation.objects.get(thread=thread, number=1).visible_chars
+
+    assert total == len("héllo".encode()) + len('[{"cmd": "ls"}]')
+    assert service.compaction_selectors.generation_visible_chars(thread=thread, generation=1) == total
+
+
+def test_the_new_generation_starts_its_total_with_the_summary_and_the_late_arrivals(thread, no_model):
+    deploy_conversation(thread)
+    claim = service.compaction_claim(compaction_id=service.compaction_request(thread=thread, enqueue=False).pk)
+    data = service.compaction_selectors.generation_input(thread=thread, generation=1, cut_seq=claim.cut_seq)
+    summary = service.summarize(data)
+    append(thread, {"role": "user", "content": "late arrival " * 10})  # after the cut: moves to generation 2
+
+    service.compaction_commit(claim=claim, summary=summary)
+
+    new = Generation.objects.get(thread=thread, number=2)
+    assert new.visible_chars == service.compaction_selectors.messages_visible_chars(thread=thread, generation=2)
+    assert new.visible_chars >= len(summary.content) + len("late arrival " * 10)

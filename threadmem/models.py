@@ -62,6 +62,12 @@ class Generation(models.Model):
     summary_message = models.OneToOneField(
         "Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="summarized_generation"
     )
+    # Model-visible text appended to this generation, in UTF-8 bytes of content
+    # and tool-call arguments, kept as a running total by appends (and by
+    # compaction for the messages it moves here). Isolation and supersession
+    # never subtract, so it is an upper bound: the automatic compaction check
+    # reads one row instead of summing the generation on every append.
+    visible_chars = models.BigIntegerField(default=0)
 
     class Meta:
         ordering = ["thread_id", "number"]

@@ -127,6 +127,8 @@ class MessageIn:
     kind: str = Message.Kind.MESSAGE
     model_visible: bool = True
     supersedes: int | None = None
+    # UTF-8 bytes of content and tool-call arguments (the size limit's measure).
+    size: int = 0
 
 
 def message_parse(data: Any, *, position: str = "message") -> MessageIn:
@@ -175,6 +177,7 @@ def message_parse(data: Any, *, position: str = "message") -> MessageIn:
         kind=kind,
         model_visible=model_visible,
         supersedes=supersedes,
+        size=size,
     )
 
 
@@ -417,6 +420,11 @@ def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks:
             for offset, m in enumerate(messages)
         ]
         created = _insert_messages(rows)
+        visible_size = sum(m.size for m in messages if m.model_visible)
+        if visible_size:
+            Generation.objects.filter(thread=thread, number=generation).update(
+                visible_chars=F("visible_chars") + visible_size
+            )
         arguments = [row for message in created if message.tool_calls for row in _tool_argument_values(message)]
         if arguments:
             _insert_tool_arguments(arguments)

@@ -7,7 +7,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from threadmem import selectors
 from threadmem.compaction.summary import GenerationInput
-from threadmem.models import Compaction, Message, Thread
+from threadmem.models import Compaction, Generation, Message, Thread
 
 # What the model sees of a generation (selectors.context_messages uses the same rule).
 MODEL_VISIBLE = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
@@ -31,7 +31,17 @@ def compaction_list_for(*, thread: Thread) -> QuerySet[Compaction]:
 
 
 def generation_visible_chars(*, thread: Thread, generation: int) -> int:
-    """The model-visible text of one generation (contents and tool-call arguments), in one aggregate query."""
+    """The model-visible text of one generation (contents and tool-call arguments), in one query.
+
+    A running total kept by appends (models.Generation.visible_chars): an
+    upper bound, since isolating or superseding a message never subtracts.
+    """
+    size = Generation.objects.filter(thread=thread, number=generation).values_list("visible_chars", flat=True).first()
+    return int(size or 0)
+
+
+def messages_visible_chars(*, thread: Thread, generation: int) -> int:
+    """The model-visible text of a generation's messages, summed from the rows (for compaction's moves)."""
     size = TextSize("content") + TextSize(Cast("tool_calls", TextField()))
     total = (
         Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=generation)

@@ -323,9 +323,15 @@ def compaction_commit(*, claim: Claim, summary: Summary) -> Message | None:
         Generation.objects.filter(thread=thread, number=claim.generation).update(
             state=Generation.State.CLOSED, closed_at=now, summary_message=message
         )
-        Generation.objects.create(thread=thread, number=following)
         Message.objects.filter(thread=thread, generation=claim.generation, seq__gt=claim.cut_seq).update(
             generation=following
+        )
+        # The new generation's running total starts with what it now holds:
+        # the summary and any late arrivals just moved here.
+        Generation.objects.create(
+            thread=thread,
+            number=following,
+            visible_chars=compaction_selectors.messages_visible_chars(thread=thread, generation=following),
         )
         Compaction.objects.filter(pk=claim.compaction_id).update(summary_message=message)
     return message
