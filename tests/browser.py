@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connections
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -41,6 +42,10 @@ def chromium_page() -> Iterator:
             yield context.new_page()
         finally:
             browser.close()
+            # ORM calls made inside the Playwright block run in its greenlet,
+            # with a database connection of their own: close it, or the test
+            # database cannot be dropped at the end of the session.
+            connections.close_all()
 
 
 def login(page, base_url: str, username: str, password: str) -> None:
