@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.fastjson import FastJSONParser, FastJSONRenderer
 from api.serializers import (
     ContextSerializer,
     ErrorSerializer,
@@ -191,6 +192,9 @@ MESSAGE_APPEND_RESPONSE = PolymorphicProxySerializer(
 
 class MessageListView(JSONAPIView):
     pagination_class = Pagination
+    # The ingest hot path: batches of up to 1,000 messages in and out.
+    parser_classes = [FastJSONParser]
+    renderer_classes = [FastJSONRenderer]
 
     @extend_schema(
         summary="List a thread's stored messages in seq order",
