@@ -36,8 +36,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/thread
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 
 import django  # noqa: E402
-import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+from database import ensure_database  # noqa: E402
 
 CHANNEL_PREFIX = "bench:console:"
 BIG_THREAD_MESSAGES = 10_000
@@ -90,19 +89,6 @@ WORDS = (
     "commit",
     "branch",
 )
-
-
-def ensure_database(url: str) -> str:
-    info = psycopg.conninfo.conninfo_to_dict(url)
-    name = info.get("dbname")
-    if not name:
-        raise SystemExit(f"DATABASE_URL names no database: {url}")
-    maintenance = psycopg.conninfo.make_conninfo(url, dbname="postgres")
-    with psycopg.connect(maintenance, autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            print(f"created database {name}")
-    return name
 
 
 def words(rng: random.Random, chars: int) -> str:

@@ -56,7 +56,7 @@ os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)
 
 import django  # noqa: E402
 import psycopg  # noqa: E402
-from psycopg import sql  # noqa: E402
+from database import ensure_database  # noqa: E402
 
 from threadmem.lib.jsonleaves import string_leaves  # noqa: E402
 
@@ -140,19 +140,6 @@ def make_batch(rng: random.Random, size: int, batch_index: int) -> list[dict]:
         else:
             messages.append({"role": "assistant", "content": text(rng, rng.randint(500, 1500)), "session_id": session})
     return messages
-
-
-def ensure_database(url: str) -> str:
-    info = psycopg.conninfo.conninfo_to_dict(url)
-    name = info.get("dbname")
-    if not name:
-        raise SystemExit(f"DATABASE_URL names no database: {url}")
-    maintenance = psycopg.conninfo.make_conninfo(url, dbname="postgres")
-    with psycopg.connect(maintenance, autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            print(f"created database {name}")
-    return name
 
 
 SIDES = ["api", "executemany", "executemany+leaves", "copy"]

@@ -36,6 +36,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
+from api.serializers import message_data
 from threadmem.models import Compaction, Generation, IsolationEvent, Message, Thread, ToolArgument, ToolCall
 
 THREADS_PER_PAGE = 50
@@ -415,22 +416,7 @@ def message_raw(*, message_id: int) -> dict[str, Any]:
         message = Message.objects.select_related("thread").get(pk=message_id)
     except Message.DoesNotExist:
         raise Http404(f"message {message_id} not found") from None
-    return {
-        "id": message.id,
-        "channel": message.thread.channel,
-        "generation": message.generation,
-        "seq": message.seq,
-        "role": message.role,
-        "kind": message.kind,
-        "content": message.content,
-        "tool_calls": message.tool_calls,
-        "tool_call_id": message.tool_call_id,
-        "session_id": message.session_id,
-        "model_visible": message.model_visible,
-        "isolated": message.isolated,
-        "superseded_by": message.superseded_by_id,
-        "created_at": message.created_at.isoformat(),
-    }
+    return {**message_data(message), "channel": message.thread.channel}
 
 
 # --- compaction and isolation history -----------------------------------------

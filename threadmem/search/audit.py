@@ -26,7 +26,7 @@ from threadmem.errors import DomainError, InvalidInput
 from threadmem.models import SEARCHABLE, Message, ToolCall
 from threadmem.search.bounded import TAIL_MARK, one_line
 from threadmem.search.literal import searchable_sql
-from threadmem.search.log import tool_call_log
+from threadmem.search.log import tool_call_log, tool_call_refused
 from threadmem.selectors import message_get_for
 
 AUDIT_READ_MAX_CHARS = 12_000
@@ -170,15 +170,14 @@ def message_context_read(
             lines.append(f"result of tool call: id={one_line(message.tool_call_id)} in {holder}")
         text, page, next_offset = _page(message, prefix="\n".join(lines), offset=offset)
     except DomainError as err:
-        tool_call_log(
+        tool_call_refused(
             tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
             user=user,
             surface=surface,
             arguments=arguments,
             thread_id=thread_id,
-            chars_returned=len(err.message),
-            latency_ms=(time.perf_counter() - started) * 1000,
-            status_code=err.status_code,
+            started=started,
+            error=err,
         )
         raise
     tool_call_log(

@@ -7,10 +7,12 @@ worked.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from threadmem.errors import DomainError
 from threadmem.models import ToolCall
 
 # A refused call may carry a huge argument; the log keeps a readable prefix.
@@ -58,4 +60,27 @@ def tool_call_log(
         truncated=truncated,
         latency_ms=round(latency_ms, 3),
         status_code=status_code,
+    )
+
+
+def tool_call_refused(
+    *,
+    tool: str,
+    user: AbstractBaseUser | None,
+    surface: str,
+    arguments: dict[str, Any],
+    thread_id: int | None,
+    started: float,
+    error: DomainError,
+) -> ToolCall:
+    """Log a call answered with an error: the error text is what came back."""
+    return tool_call_log(
+        tool=tool,
+        user=user,
+        surface=surface,
+        arguments=arguments,
+        thread_id=thread_id,
+        chars_returned=len(error.message),
+        latency_ms=(time.perf_counter() - started) * 1000,
+        status_code=error.status_code,
     )

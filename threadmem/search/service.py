@@ -14,7 +14,7 @@ from threadmem.models import ToolCall
 from threadmem.search import semantic
 from threadmem.search.bounded import QUERY_MAX_CHARS, Hit, header_lines, merge
 from threadmem.search.literal import literal_search
-from threadmem.search.log import tool_call_log
+from threadmem.search.log import tool_call_log, tool_call_refused
 from threadmem.search.scope import resolve_scope
 
 CHANNEL_MAX_CHARS = 255
@@ -103,15 +103,14 @@ def search_memory(
         )
         text, truncated = merge(header=header, literal=literal.text, semantic=semantic_text())
     except DomainError as err:
-        tool_call_log(
+        tool_call_refused(
             tool=ToolCall.Tool.SEARCH_MEMORY,
             user=user,
             surface=surface,
             arguments=arguments,
             thread_id=thread_id,
-            chars_returned=len(err.message),
-            latency_ms=(time.perf_counter() - started) * 1000,
-            status_code=err.status_code,
+            started=started,
+            error=err,
         )
         raise
     result = SearchResult(
