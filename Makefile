@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console clean python
+.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -34,7 +34,13 @@ run: $(VENV)/.installed-run
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
+# pgvector for a PostgreSQL on this machine (the semantic part's vectors).
+pgvector:
+	bash scripts/install-pgvector.sh
+
 test: $(VENV)/.installed-dev
+	@# Tests on a local PostgreSQL need pgvector in it.
+	@case "$$DATABASE_URL" in postgres*://*@127.0.0.1*|postgres*://*@localhost*) bash scripts/install-pgvector.sh;; esac
 	@# The console's browser tests drive Debian's chromium (Playwright never downloads one).
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(VENV)/bin/ruff check .

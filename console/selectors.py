@@ -37,7 +37,16 @@ from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
 from api.serializers import message_data
-from threadmem.models import Compaction, Generation, IsolationEvent, Message, Thread, ToolArgument, ToolCall
+from threadmem.models import (
+    Compaction,
+    EmbeddingProgress,
+    Generation,
+    IsolationEvent,
+    Message,
+    Thread,
+    ToolArgument,
+    ToolCall,
+)
 
 THREADS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100
@@ -424,6 +433,11 @@ def message_raw(*, message_id: int) -> dict[str, Any]:
 
 def compaction_history(*, thread: Thread) -> list[Compaction]:
     return list(Compaction.objects.filter(thread=thread).select_related("requested_by")[:COMPACTIONS_SHOWN])
+
+
+def embedding_progress(*, thread: Thread) -> list[EmbeddingProgress]:
+    """How far the thread is embedded, per embedding model, with the last failure."""
+    return list(EmbeddingProgress.objects.filter(thread=thread))
 
 
 def compaction_is_live(compactions: list[Compaction]) -> bool:

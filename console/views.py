@@ -103,6 +103,8 @@ def _thread_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
         "compactions": compactions,
         "compaction_live": selectors.compaction_is_live(compactions),
         "trail": selectors.isolation_trail(thread=thread),
+        "embeddings": selectors.embedding_progress(thread=thread),
+        "last_seq": thread.next_seq - 1,
         "can_isolate": services.can_isolate(request.user),
         "preview_chars": selectors.MESSAGE_PREVIEW_CHARS,
         "nav": "threads",

@@ -27,7 +27,10 @@ Defaults: chat answers ``fake.default_chat(request_body)`` (a string or an
 ``{"content", "tool_calls"}`` dict; the built-in one says "fake answer");
 embeddings are hashed bag-of-words vectors, L2-normalized, of
 ``dimensions`` (the request's ``dimensions`` wins), so texts sharing words
-are close and tests can compute them with ``FakeOpenAI.vector(text)``.
+are close and tests can compute them with ``FakeOpenAI.vector(text)``. Words
+listed in ``CONCEPTS`` count as their concept, a small fixed thesaurus that
+stands in for what a real model knows: "postgres replica fell behind" and
+"database replication lag" share no word and still point the same way.
 
 Inspect what was sent: ``fake.requests`` (every request, in order, with
 path, parsed JSON body and headers with lower-case names), ``fake.chat_requests()``,
@@ -80,6 +83,29 @@ class Recorded:
     body: Any
     headers: dict[str, str]
     at: float = field(default_factory=time.monotonic)
+
+
+# word -> concept, for the default embeddings (paraphrases literal search cannot find).
+CONCEPTS = {
+    "postgres": "database",
+    "postgresql": "database",
+    "db": "database",
+    "database": "database",
+    "replica": "replication",
+    "replication": "replication",
+    "standby": "replication",
+    "lag": "delay",
+    "behind": "delay",
+    "delay": "delay",
+    "latency": "delay",
+    "certificate": "tls",
+    "cert": "tls",
+    "tls": "tls",
+    "ssl": "tls",
+    "expired": "expiry",
+    "expiry": "expiry",
+    "lapsed": "expiry",
+}
 
 
 def _default_chat(body: dict[str, Any]) -> ChatAnswer:
@@ -196,8 +222,15 @@ class FakeOpenAI:
     def push_disconnect(self, *, endpoint: str = "chat") -> None:
         self._push(endpoint, Scripted(disconnect=True))
 
-    def push_embeddings(self, vectors: list[list[float]], *, delay: float = 0.0) -> None:
-        self._push("embeddings", Scripted(vectors=vectors, delay=delay))
+    def push_embeddings(self, vectors: list[list[float]], *, delay: float = 0.0, hold: bool = False) -> threading.Event:
+        """Exact vectors for the next embeddings request; ``hold=True`` as for ``push_chat``."""
+        gate = threading.Event()
+        if not hold:
+            gate.set()
+        else:
+            self._holds.append(gate)
+        self._push("embeddings", Scripted(vectors=vectors, delay=delay, hold=gate))
+        return gate
 
     def release_all(self) -> None:
         for gate in list(self._holds):
@@ -230,7 +263,8 @@ class FakeOpenAI:
     def vector(text: str, dimensions: int = 64) -> list[float]:
         """The default embedding: hashed bag of words, L2-normalized (a fixed axis for text with no words)."""
         values = [0.0] * dimensions
-        for token in re.findall(r"\w+", text.lower()):
+        for word in re.findall(r"\w+", text.lower()):
+            token = CONCEPTS.get(word, word)
             digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
             index = int.from_bytes(digest[:4], "little") % dimensions
             values[index] += 1.0 if digest[4] & 1 else -1.0

@@ -12,7 +12,16 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models.functions import Length
 
-from threadmem.models import Compaction, Generation, IsolationEvent, Message, Thread, ToolArgument, ToolCall
+from threadmem.models import (
+    Compaction,
+    EmbeddingProgress,
+    Generation,
+    IsolationEvent,
+    Message,
+    Thread,
+    ToolArgument,
+    ToolCall,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -92,6 +101,15 @@ class CompactionAdmin(admin.ModelAdmin):
     search_fields = ["thread__channel", "task_id"]
     list_select_related = ["thread", "requested_by"]
     raw_id_fields = ["thread", "requested_by", "summary_message"]
+
+
+@admin.register(EmbeddingProgress)
+class EmbeddingProgressAdmin(admin.ModelAdmin):
+    list_display = ["thread", "model", "embedded_seq", "chunks", "failures", "failed_at", "updated_at"]
+    list_filter = ["model"]
+    search_fields = ["thread__channel", "last_error"]
+    list_select_related = ["thread"]
+    raw_id_fields = ["thread"]
 
 
 @admin.register(ToolCall)

@@ -11,7 +11,9 @@ class ThreadmemConfig(AppConfig):
         from threadmem import services
         from threadmem.compaction import service as compaction_service
         from threadmem.compaction import tasks  # noqa: F401  (registers the Celery task in workers)
+        from threadmem.embeddings import tasks as embedding_tasks
 
-        # Automatic compaction after appends; services.py does not import compaction.
-        if compaction_service.compaction_auto_after_append not in services.after_append_hooks:
-            services.after_append_hooks.append(compaction_service.compaction_auto_after_append)
+        # Automatic compaction and embedding after appends; services.py imports neither.
+        for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
+            if hook not in services.after_append_hooks:
+                services.after_append_hooks.append(hook)

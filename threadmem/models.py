@@ -10,6 +10,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from threadmem.embeddings.fields import EmbeddingField
+
 
 class Thread(models.Model):
     """One conversation of one agent, addressed by its unique ``channel``.
@@ -128,8 +130,19 @@ class Message(models.Model):
         )
 
 
-# The row filter behind ``Message.searchable``, for querysets.
-SEARCHABLE = Q(kind=Message.Kind.MESSAGE, model_visible=True, isolated=False, superseded_by__isnull=True)
+def searchable_q(prefix: str = "") -> Q:
+    """The row filter behind ``Message.searchable``; ``prefix`` reaches the message (e.g. ``message__``)."""
+    return Q(
+        **{
+            f"{prefix}kind": Message.Kind.MESSAGE,
+            f"{prefix}model_visible": True,
+            f"{prefix}isolated": False,
+            f"{prefix}superseded_by__isnull": True,
+        }
+    )
+
+
+SEARCHABLE = searchable_q()
 
 
 class ToolArgument(models.Model):
@@ -153,6 +166,61 @@ class ToolArgument(models.Model):
 
     def __str__(self) -> str:
         return f"{self.message_id} tool_args.{self.path}"
+
+
+class Chunk(models.Model):
+    """One embedded piece of a message, for the semantic part (threadmem/embeddings).
+
+    Kept for the messages search may ever show (kind ``message``,
+    ``model_visible``); whether one may be shown *now* (isolation,
+    supersession, the scope) is decided at query time, by the same filter as
+    the literal part. ``text`` is the piece itself: next to its vector it is
+    small, and search shows it without reading the message.
+    """
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="chunks")
+    model = models.CharField(max_length=255)
+    part = models.PositiveIntegerField()  # the piece's ordinal in the message (embeddings/chunks.py)
+    field = models.CharField(max_length=1000)  # "content" or "tool_args.<path>"
+    start = models.PositiveIntegerField()  # offset of the piece in that field
+    end_of_field = models.BooleanField(default=True)  # the field ends with this piece
+    text = models.TextField()
+    dimensions = models.PositiveIntegerField()
+    embedding = EmbeddingField()
+
+    class Meta:
+        ordering = ["message_id", "part"]
+        constraints = [models.UniqueConstraint(fields=["message", "model", "part"], name="chunk_unique_part")]
+
+    def __str__(self) -> str:
+        return f"{self.message_id}#{self.part} {self.field}"
+
+
+class EmbeddingProgress(models.Model):
+    """How far one thread is embedded for one model, and its last failure.
+
+    Appends arrive in seq order under the thread's row lock, so "every message
+    up to ``embedded_seq`` is embedded" is a complete record of the work done;
+    the next run starts after it. A failure leaves ``embedded_seq`` where it
+    was (the next run, retry or backfill takes the same messages again) and
+    says what went wrong in ``last_error`` for operators.
+    """
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="embedding_progress")
+    model = models.CharField(max_length=255)
+    embedded_seq = models.BigIntegerField(default=0)
+    chunks = models.PositiveIntegerField(default=0)
+    failures = models.PositiveIntegerField(default=0)  # consecutive failed runs
+    last_error = models.TextField(blank=True, default="")
+    failed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["thread_id", "model"]
+        constraints = [models.UniqueConstraint(fields=["thread", "model"], name="embedding_progress_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id} {self.model} through seq {self.embedded_seq}"
 
 
 class Compaction(models.Model):

@@ -48,6 +48,13 @@ def env_int(name: str, default: int, *, minimum: int = 0) -> int:
     return value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+    return value
+
+
 def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -216,8 +223,19 @@ THREADMEM_LLM_TIMEOUT = env_float("THREADMEM_LLM_TIMEOUT", 60.0, minimum=0.1)
 THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 
 # --- Search -------------------------------------------------------------------
-# Dotted path of the semantic part ("other memory results"); empty: not configured.
+# Dotted path of a custom semantic part ("other memory results"); empty: the
+# built-in one (threadmem/search/semantic.py), active once an embedding model is set.
 THREADMEM_SEMANTIC_PROVIDER = env_str("THREADMEM_SEMANTIC_PROVIDER")
+# The semantic part lists at most this many messages, each with a cosine
+# similarity to the query of at least THREADMEM_SEMANTIC_MIN_SCORE.
+THREADMEM_SEMANTIC_TOP_K = env_int("THREADMEM_SEMANTIC_TOP_K", 8, minimum=1)
+THREADMEM_SEMANTIC_MIN_SCORE = env_float("THREADMEM_SEMANTIC_MIN_SCORE", 0.3)
+# How long search waits for the semantic part (query embedding, ranking and the
+# optional memory answer) before it answers with the literal part and a note.
+THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)
+# "llm": the chat model condenses the semantic matches into a short answer
+# citing messageIds, listed above them. Empty: the matches only.
+THREADMEM_MEMORY_ANSWER = env_choice("THREADMEM_MEMORY_ANSWER", "", ("", "llm"))
 # Global search on PostgreSQL: time for the trigram-index path, then for the
 # fallback over the newest messages (threadmem/search/literal.py explains why).
 THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from threadmem.errors import NotFound
-from threadmem.models import SEARCHABLE, Message, Thread
+from threadmem.models import Message, Thread, searchable_q
 from threadmem.search.bounded import GLOBAL_CHANNEL
 from threadmem.selectors import ScopePart, is_operator, scope_filter
 
@@ -39,20 +39,25 @@ class SearchScope:
     def is_global(self) -> bool:
         return self.channel is None
 
-    def messages(self) -> QuerySet[Message]:
-        """The messages search may show in this scope: the filter every path applies.
+    def q(self, prefix: str = "") -> Q:
+        """The rows search may show in this scope; ``prefix`` reaches the message (``message__``).
 
-        The semantic part ranks only these; the literal part's SQL mirrors it
-        (``literal.searchable_sql``/``scope_sql``) and the tests pin the two
-        together.
+        The filter every path applies: ``messages()`` here and the semantic
+        retriever (``embeddings/retrieve.py``) use it as it is; the literal
+        part's SQL mirrors it (``literal.searchable_sql``/``scope_sql``) and
+        the tests pin the paths together.
         """
-        messages = Message.objects.filter(SEARCHABLE)
+        condition = searchable_q(prefix)
         if self.is_global:
-            messages = messages.filter(thread__isolated=False)
+            condition &= Q(**{f"{prefix}thread__isolated": False})
             if not self.operator:
-                messages = messages.filter(thread__owner=self.user)
-            return messages
-        return messages.filter(scope_filter(list(self.parts)))
+                condition &= Q(**{f"{prefix}thread__owner": self.user})
+            return condition
+        return condition & scope_filter(list(self.parts), prefix=prefix)
+
+    def messages(self) -> QuerySet[Message]:
+        """The messages search may show in this scope."""
+        return Message.objects.filter(self.q())
 
 
 _CHAIN_SQL = f"""

@@ -1,0 +1,77 @@
+"""Embedding on a real Celery worker over the real broker (marked ``worker``).
+
+The append answers at once; the worker embeds the new messages through the
+real ``openai`` SDK against the fake server, retries a failed model call
+with backoff, and search then finds a paraphrase.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import make_thread, token_client
+from tests.test_compaction_worker import Workers, api_post, wait_until
+from tests.test_semantic import EVIDENCE, PARAPHRASE, listed_ids, semantic_part
+from threadmem.celery import app
+from threadmem.models import Chunk, EmbeddingProgress
+from threadmem.search import search_memory
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, fake_openai_server, tmp_path_factory) -> Iterator[Workers]:
+    queue = f"threadmem-embed-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    previous_queue = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    pool = Workers(queue=queue, log_dir=tmp_path_factory.mktemp("embed-workers"), fake=fake_openai_server)
+    try:
+        pool.purge()
+        pool.start("embedder", extra_env={"THREADMEM_EMBEDDING_MODEL": fake_openai_server.embedding_model})
+        yield pool
+    finally:
+        pool.stop_all()
+        pool.delete_queue()
+        app.conf.task_default_queue = previous_queue
+
+
+@pytest.fixture
+def embeddings(fake_openai, settings):
+    settings.THREADMEM_EMBEDDING_MODEL = fake_openai.embedding_model
+    return fake_openai
+
+
+def test_the_worker_embeds_an_append_and_search_finds_a_paraphrase(worker, owner, embeddings):
+    thread = make_thread(owner, "worker:embed")
+
+    status, body = api_post(
+        token_client(owner),
+        "/api/v1/threads/worker:embed/messages/",
+        {"role": "tool", "tool_call_id": "c1", "content": EVIDENCE},
+    )
+
+    assert status == 201
+    wait_until(lambda: Chunk.objects.filter(message__thread=thread).exists(), worker, what="the worker to embed")
+    assert EmbeddingProgress.objects.get(thread=thread).embedded_seq == 1
+    part = semantic_part(search_memory(user=owner, query=PARAPHRASE, channel="worker:embed").text)
+    assert listed_ids(part) == {body["id"]}
+
+
+def test_a_failed_model_call_is_recorded_then_retried_with_backoff(worker, owner, embeddings):
+    thread = make_thread(owner, "worker:retry")
+    embeddings.push_error(503, endpoint="embeddings")
+
+    status, _ = api_post(
+        token_client(owner), "/api/v1/threads/worker:retry/messages/", {"role": "user", "content": EVIDENCE}
+    )
+
+    assert status == 201
+    wait_until(lambda: Chunk.objects.filter(message__thread=thread).exists(), worker, what="the retry to embed")
+    progress = EmbeddingProgress.objects.get(thread=thread)
+    assert progress.embedded_seq == 1 and progress.failures == 0 and progress.last_error == ""
+    assert len(embeddings.embedding_requests()) == 2  # the failed call and the retry
+    assert "Retry in" in worker.log("embedder")

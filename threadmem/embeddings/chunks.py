@@ -1,0 +1,57 @@
+"""What is embedded of a message: its content and its tool-argument leaves, in overlapping pieces.
+
+Pure functions, so the pieces are the same on every database and in every
+worker. A piece is at most ``CHUNK_CHARS`` characters; neighbours overlap by
+``CHUNK_OVERLAP`` so a sentence cut at one edge is whole in the next piece.
+Cuts prefer whitespace near the edge, and never split a character (Python
+strings are code points).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+CHUNK_CHARS = 1_000
+CHUNK_OVERLAP = 200
+# A cut looks this far back from the edge for whitespace before cutting a word.
+CUT_SLACK = 100
+# Leaves shorter than this say nothing an embedding can use ("ls", "-l").
+LEAF_MIN_CHARS = 3
+
+
+@dataclass(frozen=True)
+class Piece:
+    field: str  # "content" or "tool_args.<path>", as search names fields
+    start: int  # offset of the piece in that field's text
+    text: str
+    last: bool  # the field ends with this piece
+
+
+def spans(text: str, *, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> Iterator[tuple[int, int]]:
+    """(start, end) of each piece of ``text``: consecutive pieces overlap by about ``overlap``."""
+    if not text.strip():
+        return
+    start = 0
+    while True:
+        end = min(start + size, len(text))
+        if end < len(text):
+            cut = text.rfind(" ", end - CUT_SLACK, end)
+            if cut > start + overlap:
+                end = cut
+        yield start, end
+        if end >= len(text):
+            return
+        start = max(end - overlap, start + 1)
+
+
+def message_pieces(content: str, leaves: Iterable[tuple[str, str]]) -> list[Piece]:
+    """The pieces of one message: ``leaves`` are (path, value) of its tool-call arguments."""
+    pieces = [Piece("content", start, content[start:end], end == len(content)) for start, end in spans(content)]
+    for path, value in leaves:
+        if len(value.strip()) < LEAF_MIN_CHARS:
+            continue
+        pieces.extend(
+            Piece(f"tool_args.{path}", start, value[start:end], end == len(value)) for start, end in spans(value)
+        )
+    return pieces

@@ -1,0 +1,211 @@
+"""Embedding a thread's messages: what is missing, in batches, failures on record.
+
+``embed_thread`` is the whole job: it reads the thread's messages after its
+``EmbeddingProgress.embedded_seq``, cuts them into pieces (``chunks.py``),
+asks the embedding model for their vectors (``llm.embed``) a batch at a time
+and stores each batch with the new ``embedded_seq`` in one transaction. Runs
+are idempotent: two runs over the same messages store each piece once
+(``chunk_unique_part``), so a redelivered task or an overlapping backfill
+costs model calls, never duplicates.
+
+Only messages search may ever show are embedded (kind ``message``,
+``model_visible``); summaries and machine events are skipped for good.
+Isolation and supersession can change later and are applied when searching.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F, OuterRef, Subquery
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from threadmem import llm
+from threadmem.embeddings.chunks import message_pieces
+from threadmem.models import Chunk, EmbeddingProgress, Message, Thread, ToolArgument
+
+logger = logging.getLogger(__name__)
+
+# Pieces per model round trip and per transaction: a 60,000-character tool
+# result is ~75 pieces, a typical message one.
+PIECES_PER_BATCH = 256
+# Messages read per query while filling a batch.
+MESSAGES_PER_READ = 200
+# pgvector indexes ``vector`` up to 2,000 dimensions and ``halfvec`` up to
+# 4,000; larger embeddings are ranked exactly.
+VECTOR_INDEX_MAX_DIMENSIONS = 2_000
+HALFVEC_INDEX_MAX_DIMENSIONS = 4_000
+# How much of an error an EmbeddingProgress row keeps.
+ERROR_MAX_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class EmbedOutcome:
+    thread_id: int
+    model: str
+    embedded_seq: int
+    messages: int  # messages read (embedded or skipped)
+    chunks: int  # pieces stored
+
+
+def index_expression(dimensions: int) -> str | None:
+    """The SQL expression the HNSW index of this dimension is built on (None: no index, exact ranking)."""
+    if dimensions <= VECTOR_INDEX_MAX_DIMENSIONS:
+        return f"(embedding::vector({dimensions}))"
+    if dimensions <= HALFVEC_INDEX_MAX_DIMENSIONS:
+        return f"(embedding::halfvec({dimensions}))"
+    return None
+
+
+def _index_opclass(dimensions: int) -> str:
+    return "vector_cosine_ops" if dimensions <= VECTOR_INDEX_MAX_DIMENSIONS else "halfvec_cosine_ops"
+
+
+_indexed_dimensions: set[int] = set()
+
+
+def ensure_hnsw_index(dimensions: int) -> None:
+    """PostgreSQL: the HNSW (cosine) index over chunks of this dimension, created once.
+
+    The column is ``vector`` without a fixed dimension (one column serves any
+    model), so the index is a partial expression index per dimension; the
+    global retriever orders by the same expression.
+    """
+    if connection.vendor != "postgresql" or dimensions in _indexed_dimensions:
+        return
+    expression = index_expression(dimensions)
+    if expression is not None:
+        statement = (
+            f"CREATE INDEX IF NOT EXISTS chunk_embedding_hnsw_{dimensions} ON threadmem_chunk "
+            f"USING hnsw ({expression} {_index_opclass(dimensions)}) WHERE dimensions = {dimensions}"
+        )
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(statement)
+        except DatabaseError:
+            # Another worker created it at the same moment: it exists either way.
+            logger.info("HNSW index for %s dimensions: created concurrently", dimensions)
+    _indexed_dimensions.add(dimensions)
+
+
+def _leaves(message_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
+    leaves: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    rows = (
+        ToolArgument.objects.filter(message_id__in=message_ids)
+        .order_by("message_id", "call_index", "id")
+        .values_list("message_id", "path", "value")
+    )
+    for message_id, path, value in rows:
+        leaves[message_id].append((path, value))
+    return leaves
+
+
+def _record_failure(progress: EmbeddingProgress, error: Exception) -> None:
+    EmbeddingProgress.objects.filter(pk=progress.pk).update(
+        failures=F("failures") + 1,
+        last_error=f"{type(error).__name__}: {error}"[:ERROR_MAX_CHARS],
+        failed_at=timezone.now(),
+    )
+
+
+def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
+    """Embed every message of the thread not embedded yet for ``model``; raises the model's error.
+
+    A failure is recorded on the thread's EmbeddingProgress row (and the
+    batches stored before it stay stored) before the error propagates, so the
+    caller decides about retrying and operators see what happened.
+    """
+    model = model or llm.embedding_model()
+    if not model:
+        raise llm.LLMNotConfigured("no embedding model is configured: set THREADMEM_EMBEDDING_MODEL")
+    progress, _ = EmbeddingProgress.objects.get_or_create(thread_id=thread_id, model=model)
+    after = progress.embedded_seq
+    messages_read = chunks_stored = 0
+    try:
+        while True:
+            batch, through_seq, read = _next_batch(thread_id=thread_id, after=after)
+            if read == 0:
+                break
+            chunks_stored += _store(progress=progress, model=model, batch=batch, through_seq=through_seq)
+            messages_read += read
+            after = through_seq
+    except llm.LLMError as error:
+        _record_failure(progress, error)
+        raise
+    if progress.failures:
+        EmbeddingProgress.objects.filter(pk=progress.pk).update(failures=0, last_error="")
+    return EmbedOutcome(
+        thread_id=thread_id, model=model, embedded_seq=after, messages=messages_read, chunks=chunks_stored
+    )
+
+
+def _next_batch(*, thread_id: int, after: int) -> tuple[list[Chunk], int, int]:
+    """The pieces of the next messages after seq ``after``: about PIECES_PER_BATCH, whole messages only.
+
+    Returns (unsaved chunks without vectors, the seq they run through,
+    messages read). A message is never split across batches, so
+    ``embedded_seq`` always marks whole messages.
+    """
+    pieces: list[Chunk] = []
+    through_seq, read = after, 0
+    while len(pieces) < PIECES_PER_BATCH:
+        rows = list(
+            Message.objects.filter(thread_id=thread_id, seq__gt=through_seq)
+            .order_by("seq")
+            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls")[:MESSAGES_PER_READ]
+        )
+        with_arguments = [row[0] for row in rows if row[5]]
+        leaves = _leaves(with_arguments) if with_arguments else {}
+        for message_id, seq, kind, visible, content, _calls in rows:
+            if kind == Message.Kind.MESSAGE and visible:
+                pieces.extend(
+                    Chunk(
+                        message_id=message_id,
+                        part=part,
+                        field=piece.field,
+                        start=piece.start,
+                        end_of_field=piece.last,
+                        text=piece.text,
+                    )
+                    for part, piece in enumerate(message_pieces(content, leaves.get(message_id, [])))
+                )
+            through_seq, read = seq, read + 1
+            if len(pieces) >= PIECES_PER_BATCH:
+                break
+        if len(rows) < MESSAGES_PER_READ:
+            break
+    return pieces, through_seq, read
+
+
+def _store(*, progress: EmbeddingProgress, model: str, batch: list[Chunk], through_seq: int) -> int:
+    if batch:
+        vectors = llm.embed([chunk.text for chunk in batch], model=model)
+        dimensions = {len(vector) for vector in vectors}
+        if len(dimensions) != 1:
+            raise llm.LLMBadResponse(f"embeddings: vectors of different lengths in one answer: {sorted(dimensions)}")
+        (size,) = dimensions
+        for chunk, vector in zip(batch, vectors, strict=True):
+            chunk.model, chunk.dimensions, chunk.embedding = model, size, vector
+        ensure_hnsw_index(size)
+    with transaction.atomic():
+        Chunk.objects.bulk_create(batch, ignore_conflicts=True)
+        EmbeddingProgress.objects.filter(pk=progress.pk).update(
+            embedded_seq=Greatest(F("embedded_seq"), through_seq), chunks=F("chunks") + len(batch)
+        )
+    return len(batch)
+
+
+def threads_behind(model: str | None = None) -> list[int]:
+    """Ids of threads with messages after their embedded seq for ``model``: the backfill's work list."""
+    model = model or llm.embedding_model()
+    embedded = EmbeddingProgress.objects.filter(thread=OuterRef("pk"), model=model).values("embedded_seq")
+    return list(
+        Thread.objects.annotate(embedded_seq=Coalesce(Subquery(embedded), 0))
+        .filter(next_seq__gt=F("embedded_seq") + 1)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )

@@ -1,0 +1,81 @@
+"""``manage.py embeddings [--channel C] [--status] [--queue]``: embed what is missing, or report.
+
+Without options: embeds, in this process, every message of every thread (or
+of ``--channel``) that the configured embedding model has not embedded yet,
+thread by thread, and prints what it did; a thread whose model call fails is
+reported (and recorded on its progress row) and the command goes on with the
+next one, exiting non-zero at the end. ``--queue`` hands each thread to the
+Celery workers instead. ``--status`` prints, per thread behind or failing,
+how far it is embedded and its last error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from threadmem import llm
+from threadmem.embeddings import service, tasks
+from threadmem.models import EmbeddingProgress, Thread
+
+
+class Command(BaseCommand):
+    help = "Embed the messages the semantic part has not embedded yet (backfill), or report progress."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--channel", help="only this thread")
+        parser.add_argument("--status", action="store_true", help="report progress and failures; embed nothing")
+        parser.add_argument("--queue", action="store_true", help="queue Celery tasks instead of embedding here")
+
+    def handle(self, *args: Any, channel: str | None, status: bool, queue: bool, **options: Any) -> None:
+        model = llm.embedding_model()
+        if not llm.embeddings_configured():
+            raise CommandError("no embedding model is configured: set OPENAI_BASE_URL and THREADMEM_EMBEDDING_MODEL")
+        thread_ids = service.threads_behind(model)
+        if channel is not None:
+            try:
+                thread_id = Thread.objects.values_list("id", flat=True).get(channel=channel)
+            except Thread.DoesNotExist:
+                raise CommandError(f"thread {channel!r} not found") from None
+            thread_ids = [t for t in thread_ids if t == thread_id]
+        if status:
+            self._status(model, thread_ids)
+            return
+        if queue:
+            for thread_id in thread_ids:
+                tasks.embed_thread_task.delay(thread_id, model)
+            self.stdout.write(f"queued {len(thread_ids)} threads for {model}")
+            return
+        failed = 0
+        for thread_id in thread_ids:
+            try:
+                outcome = service.embed_thread(thread_id=thread_id, model=model)
+            except llm.LLMError as exc:
+                failed += 1
+                self.stderr.write(f"thread {thread_id}: failed: {exc}")
+                continue
+            self.stdout.write(
+                f"thread {thread_id}: {outcome.chunks} chunks from {outcome.messages} messages, "
+                f"through seq {outcome.embedded_seq}"
+            )
+        self.stdout.write(f"{len(thread_ids) - failed} of {len(thread_ids)} threads embedded with {model}")
+        if failed:
+            raise CommandError(f"{failed} threads failed; run again once the model server answers")
+
+    def _status(self, model: str, thread_ids: list[int]) -> None:
+        progress = {
+            row.thread_id: row for row in EmbeddingProgress.objects.filter(model=model).select_related("thread")
+        }
+        failing = [row for row in progress.values() if row.failures]
+        channels = dict(Thread.objects.filter(id__in=thread_ids).values_list("id", "channel"))
+        self.stdout.write(f"model {model}: {len(thread_ids)} threads behind, {len(failing)} failing")
+        for thread_id in thread_ids:
+            row = progress.get(thread_id)
+            through = row.embedded_seq if row else 0
+            self.stdout.write(f"  behind  {channels[thread_id]}: embedded through seq {through}")
+        for row in failing:
+            self.stdout.write(
+                f"  failing {row.thread.channel}: {row.failures} failed runs, "
+                f"last at {row.failed_at:%Y-%m-%d %H:%M:%S}: {row.last_error}"
+            )
