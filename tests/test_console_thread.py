@@ -232,8 +232,8 @@ def test_it_renders_a_thread_in_a_fixed_number_of_queries(
     Compaction.objects.create(thread=thread, generation=1, status=Compaction.Status.FAILED)
 
     # session, user, thread, timeline, count, page, tool calls, results, compactions, trail,
-    # and the operator's two permission lookups (may they isolate?)
-    with django_assert_num_queries(12):
+    # embedding progress, and the operator's two permission lookups (may they isolate?)
+    with django_assert_num_queries(13):
         response = operator_console.get(page_url(thread))
     assert len(response.context["page"].object_list) == 3 * exchanges
 

@@ -71,13 +71,19 @@ class Match:
     score: float  # cosine similarity to the query
 
 
-def nearest(*, scope: SearchScope, vector: list[float], model: str, k: int, min_score: float) -> list[Match]:
-    """The ``k`` messages of the scope whose best piece is nearest to ``vector``, best first."""
+def nearest(
+    *, scope: SearchScope, vector: list[float], model: str, k: int, min_score: float, exact: bool = False
+) -> list[Match]:
+    """The ``k`` messages of the scope whose best piece is nearest to ``vector``, best first.
+
+    ``exact`` ranks every chunk of the scope even where an index would serve
+    (the benchmark's reference for recall).
+    """
     query = np.asarray(vector, dtype=FLOAT32)
     chunks = Chunk.objects.filter(model=model, dimensions=len(query)).filter(scope.q(prefix="message__"))
     limit = k * CANDIDATES_PER_RESULT
     if connection.vendor == "postgresql":
-        candidates = _rank_postgres(chunks, query, limit=limit, approximate=scope.is_global)
+        candidates = _rank_postgres(chunks, query, limit=limit, approximate=scope.is_global and not exact)
     else:
         candidates = _rank_numpy(chunks, query, limit=limit)
     best: dict[int, Match] = {}
