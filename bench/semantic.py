@@ -7,10 +7,12 @@ threads in BENCH_DATABASE_URL, default threadmem_bench_search; built first
 if missing) and gives every searchable message one chunk: its first 1,000
 characters with a synthetic vector of BENCH_DIMENSIONS (default 128)
 dimensions. No model embeds a million messages on this machine in minutes,
-so the vectors are drawn around 2,000 topic centres (a centre plus Gaussian
-noise, normalized): clustered like real embeddings, which is what HNSW
-relies on, and reproducible from the seed. Queries are other draws around
-random centres.
+so the vectors are drawn, reproducibly from the seed, with the structure
+real embeddings of a memory have: 2,000 topics of 50 subjects each, every
+message a draw around one subject (about ten messages per subject, cosine
+~0.75 to each other, ~0.5 to the rest of their topic, ~0 to other topics).
+A query is another draw around a random subject: its ten nearest messages
+are the ones about the same thing, which is what recall@10 then measures.
 
 What it prints, for ``threadmem.embeddings.retrieve.nearest`` as search
 calls it (the scope's filter, the join to messages and threads, collapsing
@@ -48,7 +50,10 @@ from bench import search as store  # noqa: E402  (sets DATABASE_URL to the store
 DIMENSIONS = int(os.environ.get("BENCH_DIMENSIONS", "128"))
 MODEL = f"bench-synthetic-{DIMENSIONS}"
 TOPICS = 2_000
-NOISE = 0.35  # per-dimension spread around a topic centre, relative to a unit centre
+SUBJECTS_PER_TOPIC = 50
+# Spread of a subject around its topic, and of a message around its subject (relative to unit vectors).
+SUBJECT_SPREAD = 1.0
+MESSAGE_SPREAD = 0.6
 SEED = 20261130
 READ_BLOCK = 20_000
 K = 10
@@ -58,18 +63,22 @@ def log(message: str) -> None:
     store.log(message)
 
 
-def centres() -> np.ndarray:
+def spread(rng: np.random.Generator, points: np.ndarray, scale: float) -> np.ndarray:
+    """Unit vectors around ``points``: Gaussian noise of norm about ``scale``."""
+    moved = points + rng.standard_normal(points.shape).astype(np.float32) * (scale / np.sqrt(DIMENSIONS))
+    return moved / np.linalg.norm(moved, axis=1, keepdims=True)
+
+
+def subjects() -> np.ndarray:
+    """The subject centres, TOPICS * SUBJECTS_PER_TOPIC unit vectors grouped by topic."""
     rng = np.random.default_rng(SEED)
-    points = rng.standard_normal((TOPICS, DIMENSIONS)).astype(np.float32)
-    return points / np.linalg.norm(points, axis=1, keepdims=True)
+    topics = spread(rng, np.zeros((TOPICS, DIMENSIONS), dtype=np.float32), 1.0)
+    return spread(rng, np.repeat(topics, SUBJECTS_PER_TOPIC, axis=0), SUBJECT_SPREAD)
 
 
-def draw(rng: np.random.Generator, topics: np.ndarray | None, count: int) -> np.ndarray:
-    """``count`` unit vectors around the given topic centres (random centres when None)."""
-    picked = centres()[rng.integers(0, TOPICS, count)] if topics is None else topics
-    noise = rng.standard_normal((count, DIMENSIONS)).astype(np.float32) * (NOISE / np.sqrt(DIMENSIONS))
-    vectors = picked + noise
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+def draw(rng: np.random.Generator, centres: np.ndarray, count: int) -> np.ndarray:
+    """``count`` messages (or queries), each about a random subject."""
+    return spread(rng, centres[rng.integers(0, len(centres), count)], MESSAGE_SPREAD)
 
 
 def vectors_loaded(conn: psycopg.Connection) -> int:
@@ -85,7 +94,7 @@ def load_vectors(conn: psycopg.Connection) -> None:
     conn.execute("DELETE FROM threadmem_chunk WHERE model = %s", [MODEL])
     conn.commit()
     rng = np.random.default_rng(SEED + 1)
-    all_centres = centres()
+    centres = subjects()
     started = time.perf_counter()
     total = 0
     copy_sql = (
@@ -102,7 +111,7 @@ def load_vectors(conn: psycopg.Connection) -> None:
         with conn.cursor() as writer, writer.copy(copy_sql) as copy:
             copy.set_types(["int8", "varchar", "int4", "varchar", "int4", "bool", "text", "int4", "vector"])
             while rows := messages.fetchmany(READ_BLOCK):
-                vectors = draw(rng, all_centres[rng.integers(0, TOPICS, len(rows))], len(rows))
+                vectors = draw(rng, centres, len(rows))
                 for (message_id, text, whole), vector in zip(rows, vectors, strict=True):
                     copy.write_row([message_id, MODEL, 0, "content", 0, whole, text, DIMENSIONS, vector])
                 total += len(rows)
@@ -146,7 +155,7 @@ def measure(queries: int) -> None:
     user = User.objects.get(pk=busiest)
     thread = Thread.objects.filter(owner=user, isolated=False).order_by("-next_seq").first()
     rng = np.random.default_rng(SEED + 2)
-    probes = draw(rng, None, queries)
+    probes = draw(rng, subjects(), queries)
 
     def run(scope, *, exact: bool) -> tuple[list[float], list[list[int]]]:
         nearest(scope=scope, vector=probes[0].tolist(), model=MODEL, k=K, min_score=-1.0, exact=exact)  # warm
@@ -177,7 +186,9 @@ def measure(queries: int) -> None:
     report("global, operator (HNSW, iterative scan)", resolve_scope(user=operator, channel=None), with_recall=True)
     owned = Thread.objects.filter(owner=user).count()
     report(
-        f"global, one user ({owned} threads, HNSW + filter)", resolve_scope(user=user, channel=None), with_recall=True
+        f"global, one user ({owned} threads: small scope, exact)",
+        resolve_scope(user=user, channel=None),
+        with_recall=True,
     )
     thread_scope = resolve_scope(user=user, channel=thread.channel)
     report(f"one thread ({thread.next_seq - 1} messages, exact)", thread_scope, with_recall=False)

@@ -170,21 +170,31 @@ def wait_until(condition: Callable[[], bool], workers: Workers, *, what: str, se
         time.sleep(0.2)
 
 
-@pytest.fixture(scope="module")
-def workers(django_db_setup, fake_openai_server, tmp_path_factory) -> Iterator[Workers]:
-    queue = f"threadmem-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+@contextlib.contextmanager
+def running_workers(
+    fake: FakeOpenAI, log_dir: Path, *, prefix: str, names: dict[str, dict[str, str]]
+) -> Iterator[Workers]:
+    """Workers on a queue of their own, which the app sends tasks to meanwhile; ``names``: worker -> extra env."""
+    queue = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     previous_queue = app.conf.task_default_queue
     app.conf.task_default_queue = queue
-    pool = Workers(queue=queue, log_dir=tmp_path_factory.mktemp("workers"), fake=fake_openai_server)
+    pool = Workers(queue=queue, log_dir=log_dir, fake=fake)
     try:
         pool.purge()
-        pool.start("w1")
-        pool.start("w2")
+        for name, extra_env in names.items():
+            pool.start(name, extra_env=extra_env)
         yield pool
     finally:
         pool.stop_all()
         pool.delete_queue()
         app.conf.task_default_queue = previous_queue
+
+
+@pytest.fixture(scope="module")
+def workers(django_db_setup, fake_openai_server, tmp_path_factory) -> Iterator[Workers]:
+    log_dir = tmp_path_factory.mktemp("workers")
+    with running_workers(fake_openai_server, log_dir, prefix="threadmem-test", names={"w1": {}, "w2": {}}) as pool:
+        yield pool
 
 
 @pytest.fixture

@@ -7,16 +7,13 @@ with backoff, and search then finds a paraphrase.
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
 from tests.conftest import make_thread, token_client
-from tests.test_compaction_worker import Workers, api_post, wait_until
+from tests.test_compaction_worker import Workers, api_post, running_workers, wait_until
 from tests.test_semantic import EVIDENCE, PARAPHRASE, listed_ids, semantic_part
-from threadmem.celery import app
 from threadmem.models import Chunk, EmbeddingProgress
 from threadmem.search import search_memory
 
@@ -25,18 +22,10 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture(scope="module")
 def worker(django_db_setup, fake_openai_server, tmp_path_factory) -> Iterator[Workers]:
-    queue = f"threadmem-embed-test-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    previous_queue = app.conf.task_default_queue
-    app.conf.task_default_queue = queue
-    pool = Workers(queue=queue, log_dir=tmp_path_factory.mktemp("embed-workers"), fake=fake_openai_server)
-    try:
-        pool.purge()
-        pool.start("embedder", extra_env={"THREADMEM_EMBEDDING_MODEL": fake_openai_server.embedding_model})
+    env = {"THREADMEM_EMBEDDING_MODEL": fake_openai_server.embedding_model}
+    log_dir = tmp_path_factory.mktemp("embed-workers")
+    with running_workers(fake_openai_server, log_dir, prefix="threadmem-embed-test", names={"embedder": env}) as pool:
         yield pool
-    finally:
-        pool.stop_all()
-        pool.delete_queue()
-        app.conf.task_default_queue = previous_queue
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from django.db import connection
 
 from tests.conftest import append, literal_part_of, make_thread, open_generation
 from threadmem import services
+from threadmem.embeddings import retrieve, tasks
 from threadmem.embeddings import service as embedding_service
-from threadmem.embeddings import tasks
 from threadmem.models import Chunk, EmbeddingProgress
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEMANTIC_HEADING, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
@@ -209,7 +209,15 @@ def test_model_invisible_results_machine_events_and_summaries_never_appear(owner
     assert _only_semantic(owner, channel) == {plain.id}
 
 
-def test_an_isolated_thread_disappears_from_global_but_not_from_its_own_channel(owner, admin, visible):
+@pytest.fixture(params=["exact", "index"])
+def global_path(request, monkeypatch):
+    """An ordinary user's global scope is small here and ranked exactly; "index" forces the HNSW path."""
+    if request.param == "index":
+        monkeypatch.setattr(retrieve, "EXACT_MAX_MESSAGES", 0)
+    return request.param
+
+
+def test_an_isolated_thread_disappears_from_global_but_not_from_its_own_channel(owner, admin, visible, global_path):
     thread, plain = visible
     other_thread = make_thread(owner, "ops-2")
     (elsewhere,) = append(other_thread, {"role": "tool", "tool_call_id": "c1", "content": EVIDENCE})
@@ -224,7 +232,7 @@ def test_an_isolated_thread_disappears_from_global_but_not_from_its_own_channel(
     assert _only_semantic(owner, "ops-2") == {elsewhere.id}
 
 
-def test_another_owners_thread_never_appears(owner, other, operator, visible):
+def test_another_owners_thread_never_appears(owner, other, operator, visible, global_path):
     thread, plain = visible
     theirs = make_thread(other, "theirs")
     (their_evidence,) = append(theirs, {"role": "tool", "tool_call_id": "c1", "content": EVIDENCE})

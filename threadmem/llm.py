@@ -167,9 +167,11 @@ def _quote(value: Any) -> str:
     return text if len(text) <= ERROR_QUOTE_CHARS else text[:ERROR_QUOTE_CHARS] + "…"
 
 
-def _domain_error(exc: openai.OpenAIError, *, what: str) -> LLMError:
+def _domain_error(exc: openai.OpenAIError, *, what: str, timeout: float | None = None) -> LLMError:
     """Map an SDK error to ours; the message names the server's answer, never the key."""
     if isinstance(exc, openai.APITimeoutError):
+        if timeout is not None:
+            return LLMTimeout(f"{what}: no answer within {timeout:g} s")
         return LLMTimeout(f"{what}: no answer within {settings.THREADMEM_LLM_TIMEOUT:g} s (THREADMEM_LLM_TIMEOUT)")
     if isinstance(exc, openai.APIConnectionError):
         return LLMUnavailable(f"{what}: cannot reach the model server: {_quote(str(exc.__cause__ or exc))}")
@@ -248,7 +250,7 @@ def chat(
     try:
         completion = client().chat.completions.create(**request)
     except openai.OpenAIError as exc:
-        raise _domain_error(exc, what="chat completion") from exc
+        raise _domain_error(exc, what="chat completion", timeout=timeout) from exc
     # A server that answers 200 with something other than JSON comes back as
     # the raw text; JSON of the wrong shape comes back as a half-built model.
     choices = getattr(completion, "choices", None)
@@ -287,7 +289,7 @@ def embed(texts: list[str], *, model: str | None = None, timeout: float | None =
         try:
             response = client().embeddings.create(**request)
         except openai.OpenAIError as exc:
-            raise _domain_error(exc, what="embeddings") from exc
+            raise _domain_error(exc, what="embeddings", timeout=timeout) from exc
         data = getattr(response, "data", None)
         if not isinstance(data, list) or len(data) != len(batch):
             got = len(data) if isinstance(data, list) else _quote(response)

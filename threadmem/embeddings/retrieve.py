@@ -11,7 +11,11 @@ How they are ranked, by cosine similarity:
   at most: an index would only lose recall);
 - PostgreSQL, global: the HNSW index of the vector's dimension
   (``service.ensure_hnsw_index``) with pgvector's iterative scan, which keeps
-  reading the index until enough candidates pass the scope's filters;
+  reading the index until enough candidates pass the scope's filters. When
+  the caller reads only a small part of the store (an ordinary user's own
+  threads, at most ``EXACT_MAX_MESSAGES`` messages), exactly instead: the
+  index would have to walk past ~everyone else's chunks to find theirs
+  (bench/semantic.py: 300 ms and half the recall for 1 % of a million);
 - SQLite: exactly, in NumPy, a block of chunks at a time.
 
 Several pieces of one message collapse into its best one; messages below
@@ -25,22 +29,25 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import FloatField, QuerySet
+from django.db.models import FloatField, QuerySet, Sum
 from django.db.models.expressions import RawSQL
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from threadmem.embeddings.fields import FLOAT32
 from threadmem.embeddings.service import VECTOR_INDEX_MAX_DIMENSIONS, index_expression
-from threadmem.models import Chunk
+from threadmem.models import Chunk, Thread
 from threadmem.search.scope import SearchScope
 
 # Chunks fetched per message listed: the pieces of one long tool result are
 # often each other's nearest neighbours, and collapse into one.
 CANDIDATES_PER_RESULT = 4
-# HNSW: the candidate list per scan (pgvector's default is 40); iterative
+# HNSW: the candidate list per scan (pgvector's default is 40; 200 gave recall@10 0.95 in
+# bench/semantic.py where 100 gave 0.91 at about the same latency); iterative
 # scans read further when the scope's filters drop candidates.
-HNSW_EF_SEARCH = 100
+HNSW_EF_SEARCH = 200
+# A global scope of at most this many messages is ranked exactly (see above).
+EXACT_MAX_MESSAGES = 50_000
 # SQLite: chunks scored per NumPy block.
 NUMPY_BLOCK = 4_096
 
@@ -83,7 +90,8 @@ def nearest(
     chunks = Chunk.objects.filter(model=model, dimensions=len(query)).filter(scope.q(prefix="message__"))
     limit = k * CANDIDATES_PER_RESULT
     if connection.vendor == "postgresql":
-        candidates = _rank_postgres(chunks, query, limit=limit, approximate=scope.is_global and not exact)
+        approximate = scope.is_global and not exact and not _small(scope)
+        candidates = _rank_postgres(chunks, query, limit=limit, approximate=approximate)
     else:
         candidates = _rank_numpy(chunks, query, limit=limit)
     best: dict[int, Match] = {}
@@ -92,6 +100,16 @@ def nearest(
         if match.score >= min_score and (current is None or match.score > current.score):
             best[match.message_id] = match
     return sorted(best.values(), key=lambda m: (-m.score, -m.message_id))[:k]
+
+
+def _small(scope: SearchScope) -> bool:
+    """Whether a global scope holds so few messages that exact ranking beats the index."""
+    if scope.readable_thread_ids is None:  # an operator: every thread but the isolated ones
+        return False
+    if not scope.readable_thread_ids:
+        return True
+    total = Thread.objects.filter(id__in=scope.readable_thread_ids).aggregate(total=Sum("next_seq"))["total"]
+    return (total or 0) <= EXACT_MAX_MESSAGES
 
 
 def _match(row: tuple, score: float) -> Match:

@@ -40,6 +40,8 @@ from threadmem.search.scope import SearchScope
 logger = logging.getLogger(__name__)
 
 NOT_CONFIGURED = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
+# Model calls of the semantic part may outlive its deadline by this much.
+CALL_GRACE_SECONDS = 1.0
 # A model error quoted in the one-line note stops here.
 NOTE_ERROR_CHARS = 300
 MEMORY_ANSWER_INSTRUCTIONS = (
@@ -130,7 +132,9 @@ def memory_results(*, scope: SearchScope, query: str, terms: list[str]) -> str:
     """
     deadline = time.monotonic() + settings.THREADMEM_SEMANTIC_DEADLINE
     try:
-        (vector,) = llm.embed([terms[0]], timeout=settings.THREADMEM_SEMANTIC_DEADLINE)
+        # The search stops waiting at the deadline (``start``); the call may
+        # run a little past it so that the note names the deadline, not a timeout.
+        (vector,) = llm.embed([terms[0]], timeout=settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS)
         matches = retrieve.nearest(
             scope=scope,
             vector=vector,
@@ -144,7 +148,8 @@ def memory_results(*, scope: SearchScope, query: str, terms: list[str]) -> str:
         passages = [_match_lines(match, with_channel=scope.is_global) for match in matches]
         answer = ""
         if settings.THREADMEM_MEMORY_ANSWER == "llm" and llm.chat_configured():
-            answer = _memory_answer(terms[0], passages, timeout=max(0.1, deadline - time.monotonic()))
+            remaining = deadline - time.monotonic()
+            answer = _memory_answer(terms[0], passages, timeout=max(0.1, remaining) + CALL_GRACE_SECONDS)
     except llm.LLMError as error:
         return _note(error)
     head = (
