@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-semantic bench-console clean python pgvector
+.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -55,10 +55,7 @@ bench-ingest: $(VENV)/.installed-dev
 	$(PY) bench/ingest.py
 
 bench-search: $(VENV)/.installed-dev
-	$(PY) bench/search.py
-
-bench-semantic: $(VENV)/.installed-dev
-	$(PY) bench/semantic.py
+	$(PY) bench/search.py --semantic
 
 bench-console: $(VENV)/.installed-dev
 	$(PY) bench/console.py

@@ -24,6 +24,8 @@ the thread's rows into Python and scanning them there, and in-memory scans of
 the same text (``re.IGNORECASE``, and ``in`` over text case-folded in advance:
 the floor). Global rows say whether the index answered, or the search fell
 back to the newest messages / ran out of its time budget (threadmem.search.literal).
+The load average is printed before and after: on two shared cores every
+figure moves with whatever else runs.
 
 The store takes ~15 minutes to build on 2 busy cores, most of it the trigram
 index over 2.4 G characters; later runs reuse it.
@@ -222,9 +224,13 @@ def build_store() -> None:
                 isolated = thread_id % 100 == 0
                 copy.write_row((thread_id, f"bench:{thread_id}", "", owner.id, isolated, 1, 1, now, now))
             copy.write_row((stress_thread_id, STRESS_CHANNEL, "stress", owners[0].id, False, 1, 1, now, now))
-        with conn.cursor().copy("COPY threadmem_generation (thread_id, number, state, started_at) FROM STDIN") as copy:
+        # visible_chars has no database default (Django keeps defaults in Python); the
+        # search bench never compacts, so 0 is as good as the real total.
+        with conn.cursor().copy(
+            "COPY threadmem_generation (thread_id, number, state, started_at, visible_chars) FROM STDIN"
+        ) as copy:
             for thread_id in range(1, stress_thread_id + 1):
-                copy.write_row((thread_id, 1, "open", now))
+                copy.write_row((thread_id, 1, "open", now, 0))
 
         log(f"COPY {STORE_MESSAGES:,} messages")
         next_seq = [1] * (stress_thread_id + 1)
@@ -380,6 +386,7 @@ def measure(runs: int) -> None:
         (size,) = cursor.fetchone()
     print(f"store: {messages:,} messages, {chars / 1e9:.2f} G characters, database {size}")
     print(f"stress thread: {stress_messages} messages, {stress_chars / 1e6:.1f} M characters; runs per figure: {runs}")
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print("search_memory = the whole tool call (scope, literal part, semantic part, merge, tool-call log row);")
     print("literal SQL = the two statements of the literal part only.\n")
 
@@ -459,6 +466,7 @@ def measure(runs: int) -> None:
         how = ", ".join(f"{name} {count}" for name, count in answered.items() if count)
         row(label, samples, f"  ({hits}; answered by: {how})", p99=True)
     row("all global queries above", every, p99=True)
+    print("\nload average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 def main() -> None:
@@ -466,6 +474,11 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the bench database")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument(
+        "--semantic",
+        action="store_true",
+        help="then the semantic part on the same store: HNSW latency and recall@10 (bench/semantic.py)",
+    )
     args = parser.parse_args()
     ensure_database(args.rebuild)
     django.setup()
@@ -474,10 +487,18 @@ def main() -> None:
             ensure_database(True)
         build_store()
     else:
+        # Migrations added since the store was built (indexes, settings) are part of what is measured.
+        from django.core.management import call_command
+
         log("reusing the built store")
+        call_command("migrate", verbosity=0)
     if args.build_only:
         return
     measure(args.runs)
+    if args.semantic:
+        from bench import semantic
+
+        semantic.prepare_and_measure(queries=100, rebuild_vectors=False)
 
 
 if __name__ == "__main__":

@@ -194,6 +194,18 @@ def measure(queries: int) -> None:
     report(f"one thread ({thread.next_seq - 1} messages, exact)", thread_scope, with_recall=False)
 
 
+def prepare_and_measure(*, queries: int, rebuild_vectors: bool) -> None:
+    """Load the vectors and build the index when missing, then measure (Django set up, store built)."""
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    with psycopg.connect(store.BENCH_DATABASE_URL) as conn:
+        if rebuild_vectors or vectors_loaded(conn) == 0:
+            load_vectors(conn)
+        build_index(conn)
+    measure(queries)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--queries", type=int, default=100)
@@ -206,14 +218,7 @@ def main() -> None:
     django.setup()
     if not store.store_is_built():
         store.build_store()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    with psycopg.connect(store.BENCH_DATABASE_URL) as conn:
-        if args.rebuild_vectors or vectors_loaded(conn) == 0:
-            load_vectors(conn)
-        build_index(conn)
-    measure(args.queries)
+    prepare_and_measure(queries=args.queries, rebuild_vectors=args.rebuild_vectors)
 
 
 if __name__ == "__main__":

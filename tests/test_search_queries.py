@@ -2,12 +2,11 @@
 
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
 row (1). The windows statement is skipped when nothing matches. A global
-search on PostgreSQL runs the match statement under a time budget: inside
-the test's transaction that adds a savepoint, the local settings, their
-restoration and the release (outside a transaction, only the settings); when
-the budget runs out it makes one more, bounded, attempt over the newest
-messages. Each path is pinned here with budgets that cannot run out by
-accident on a busy machine.
+search on PostgreSQL runs the match statement under a time budget, sent with
+its settings (and, inside the test's transaction, a savepoint) as one query
+string; when the budget runs out the savepoint is rolled back (one more) and
+it makes one more, bounded, attempt over the newest messages. Each path is
+pinned here with budgets that cannot run out by accident on a busy machine.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from django.db import connection
 
 from tests.conftest import append, make_thread
 from threadmem import services
+from threadmem.models import ToolCall
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 
@@ -48,7 +48,7 @@ def test_a_global_search_makes_a_fixed_number_of_queries_whatever_the_hits(
 ):
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     fill(thread, hits)
-    with django_assert_num_queries(8 if connection.vendor == "postgresql" else 4):
+    with django_assert_num_queries(4):
         result = search_memory(user=owner, query="tally many words here")
     assert result.literal_hits_total == min(2 * hits, SEARCH_COUNT_LIMIT)
 
@@ -82,9 +82,9 @@ def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
     fill(thread, hits)
-    # scope, savepoint, settings, the timed-out attempt, rollback and release of the savepoint, then
-    # savepoint, settings, the newest-messages attempt, restoration, release, windows, log row.
-    with django_assert_num_queries(13):
+    # scope, the timed-out attempt, rollback and release of its savepoint, the newest-messages
+    # attempt, windows, log row.
+    with django_assert_num_queries(6):
         result = search_memory(user=owner, query="tally")
     assert result.coverage == "recent"
     assert result.hits
@@ -102,3 +102,39 @@ def test_a_global_search_leaves_the_callers_transaction_settings_alone(owner, th
         assert cursor.fetchone() == before
         cursor.execute("SHOW max_parallel_workers_per_gather")
         assert cursor.fetchone() != ("0",)
+
+
+def session_settings() -> tuple:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('statement_timeout'), current_setting('max_parallel_workers_per_gather'), "
+            "current_setting('synchronous_commit')"
+        )
+        return cursor.fetchone()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
+@pytest.mark.parametrize("budget_ms", [60_000, 1])
+def test_outside_a_transaction_a_global_search_leaves_the_session_settings_alone(
+    owner, thread, budget_ms, django_assert_num_queries, settings
+):
+    # Autocommit, as in production: the budget's settings and the log row's
+    # asynchronous commit go with their statements and end with them.
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = budget_ms
+    settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
+    fill(thread, 40)
+    before = session_settings()
+    with django_assert_num_queries(4 if budget_ms > 1 else 5):
+        result = search_memory(user=owner, query="tally")
+    assert result.coverage == ("all" if budget_ms > 1 else "recent")
+    assert result.hits
+    assert session_settings() == before
+    (logged,) = ToolCall.objects.all()
+    assert (logged.hits_total, logged.hits_shown, logged.thread_id) == (
+        result.literal_hits_total,
+        len(result.hits),
+        None,
+    )
+    assert logged.arguments == {"query": "tally", "channel": None}
+    assert logged.created_at is not None

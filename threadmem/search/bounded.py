@@ -130,9 +130,13 @@ WindowKey = tuple[tuple[int, int], int]
 Windows = Mapping[WindowKey, tuple[int, Window] | None]
 
 
+# Control characters -> a space (str.translate: a search formats a header per candidate).
+_CONTROL_TO_SPACE = dict.fromkeys([*range(32), 127], " ")
+
+
 def one_line(text: str) -> str:
     """A value shown inside a header line: control characters would break the layout."""
-    return "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    return text.translate(_CONTROL_TO_SPACE)
 
 
 def hit_header(candidate: Candidate) -> str:

@@ -83,10 +83,11 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
     """
     operator = is_operator(user)
     if channel is None or channel == GLOBAL_CHANNEL:
+        # order_by(): Thread's default ordering would sort ids that are only a filter.
         if operator:
-            hidden = tuple(Thread.objects.filter(isolated=True).values_list("id", flat=True))
+            hidden = tuple(Thread.objects.filter(isolated=True).order_by().values_list("id", flat=True))
             return SearchScope(user=user, operator=True, channel=None, hidden_thread_ids=hidden)
-        readable = tuple(Thread.objects.filter(owner=user, isolated=False).values_list("id", flat=True))
+        readable = tuple(Thread.objects.filter(owner=user, isolated=False).order_by().values_list("id", flat=True))
         return SearchScope(user=user, operator=False, channel=None, readable_thread_ids=readable)
     with connection.cursor() as cursor:
         cursor.execute(_CHAIN_SQL, [channel])
