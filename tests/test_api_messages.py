@@ -166,6 +166,22 @@ def test_it_renders_appended_messages_exactly_as_the_serializer_does(thread):
         assert message_data(message) == MessageSerializer(message).data
 
 
+@pytest.mark.django_db
+def test_it_answers_a_batch_with_the_rows_as_stored_ids_following_seq(owner_api, thread):
+    append(thread, {"role": "user", "content": "earlier"})
+    batch = [
+        {"role": "user", "content": "check the api", "session_id": "s1"},
+        {"role": "assistant", "content": "on it", "tool_calls": [SHELL_CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "active (running)", "model_visible": False},
+    ]
+    body = owner_api.post(MESSAGES, batch, format="json").json()
+    stored = Message.objects.filter(thread=thread, seq__gte=2).order_by("seq")
+    assert body == [MessageSerializer(message).data for message in stored]
+    # Search reads id order as "newest first".
+    assert [m["seq"] for m in body] == [2, 3, 4]
+    assert [m["id"] for m in body] == sorted(m["id"] for m in body)
+
+
 # --- bad input ----------------------------------------------------------------------
 
 GOOD = {"role": "user", "content": "fine"}

@@ -11,7 +11,8 @@ import json
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -296,21 +297,56 @@ def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBas
 # --- messages ---------------------------------------------------------------
 
 
+class StoredMessage(NamedTuple):
+    """One appended message as stored, under the attribute names of Message.
+
+    The API's batch append answers from these: building Message instances
+    (their __init__, the related descriptor behind ``thread=``) cost more
+    Python per message than the rest of the append (bench/ingest.py), and
+    the answer needs only the stored values.
+    """
+
+    id: int
+    thread_id: int
+    generation: int
+    seq: int
+    role: str
+    kind: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    session_id: str
+    model_visible: bool
+    isolated: bool
+    superseded_by_id: int | None
+    created_at: datetime
+
+
 TOOL_ARGUMENT_COLUMNS = ("message_id", "thread_id", "call_index", "tool_call_id", "tool_name", "path", "value")
 
 
-def _tool_argument_values(message: Message) -> list[tuple[Any, ...]]:
-    """One tuple (in TOOL_ARGUMENT_COLUMNS order) per string leaf of the message's tool-call arguments."""
+def _tool_argument_rows(stored: Sequence[StoredMessage]) -> list[tuple[Any, ...]]:
+    """One tuple (in TOOL_ARGUMENT_COLUMNS order) per string leaf of the messages' tool-call arguments."""
     return [
-        (message.pk, message.thread_id, index, call["id"], call["name"], path, value)
+        (message.id, message.thread_id, index, call["id"], call["name"], path, value)
+        for message in stored
         for index, call in enumerate(message.tool_calls)
         for path, value in string_leaves(call["arguments"])
     ]
 
 
 # PostgreSQL bulk path (see _pg_cursor). Column lists match the models.
-_PG_NEXT_MESSAGE_IDS = (
-    "SELECT nextval(pg_get_serial_sequence('threadmem_message', 'id')) FROM generate_series(1, %s) ORDER BY 1"
+# The seq reservation also draws the message ids, one per seq in seq order, once
+# the thread row is locked (search reads id order as "newest first"). The
+# sequence is looked up once, not per row: per row it was most of the query.
+_PG_RESERVE = (
+    "WITH reserved AS ("
+    " UPDATE threadmem_thread SET next_seq = next_seq + %(count)s, last_activity_at = %(now)s"
+    " WHERE id = %(thread)s RETURNING next_seq, current_generation"
+    "), ids AS MATERIALIZED (SELECT pg_get_serial_sequence('threadmem_message', 'id')::regclass AS sequence)"
+    " SELECT reserved.current_generation, seq, nextval(ids.sequence)"
+    " FROM reserved, ids, generate_series(reserved.next_seq - %(count)s, reserved.next_seq - 1) AS seq"
+    " ORDER BY seq"
 )
 _PG_COPY_MESSAGES = (
     "COPY threadmem_message (id, thread_id, generation, seq, role, kind, content, tool_calls, tool_call_id,"
@@ -334,76 +370,71 @@ def _pg_cursor() -> Any:
     return psycopg.Cursor(connection.connection)
 
 
-def _insert_messages(rows: list[Message]) -> list[Message]:
-    if connection.vendor != "postgresql":
-        return Message.objects.bulk_create(rows)
+def _store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -> list[StoredMessage]:
+    """Reserve seqs and ids in one round trip, then COPY the messages and their tool-argument leaves.
+
+    The rows come straight from the parsed input. The database works through
+    the streamed rows while Python is still writing them, so the per-message
+    work (the stored rows, the tool-call JSON, the leaves) happens inside the
+    COPY, where it overlaps the database's own.
+    """
+    stored: list[StoredMessage] = []
+    thread_id = thread.pk
+    created_at = now.isoformat()  # one timestamp for the batch, formatted once
     with _pg_cursor() as cursor:
-        ids = [pk for (pk,) in cursor.execute(_PG_NEXT_MESSAGE_IDS, [len(rows)]).fetchall()]
+        reserved = cursor.execute(_PG_RESERVE, {"count": len(messages), "now": now, "thread": thread_id}).fetchall()
         with cursor.copy(_PG_COPY_MESSAGES) as copy:
-            for pk, m in zip(ids, rows, strict=True):
-                copy.write_row(
-                    (
+            for (generation, seq, pk), m in zip(reserved, messages, strict=True):
+                stored.append(
+                    StoredMessage(
                         pk,
-                        m.thread_id,
-                        m.generation,
-                        m.seq,
+                        thread_id,
+                        generation,
+                        seq,
                         m.role,
                         m.kind,
                         m.content,
-                        json.dumps(m.tool_calls, ensure_ascii=False),
+                        m.tool_calls,
                         m.tool_call_id,
                         m.session_id,
                         m.model_visible,
-                        m.isolated,
-                        m.created_at,
+                        False,
+                        None,
+                        now,
                     )
                 )
-    for message, pk in zip(rows, ids, strict=True):
-        message.pk = pk
-        message._state.adding = False
-        message._state.db = connection.alias
-    return rows
-
-
-def _insert_tool_arguments(values: list[tuple[Any, ...]]) -> None:
-    if connection.vendor != "postgresql":
-        ToolArgument.objects.bulk_create(
-            [ToolArgument(**dict(zip(TOOL_ARGUMENT_COLUMNS, v, strict=True))) for v in values]
-        )
-        return
-    with _pg_cursor() as cursor, cursor.copy(_PG_COPY_TOOL_ARGUMENTS) as copy:
-        for row in values:
-            copy.write_row(row)
-
-
-def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: bool = True) -> list[Message]:
-    """Append parsed messages to the thread's current generation, all or nothing.
-
-    The seq block is reserved with one UPDATE on the thread row, inside the
-    transaction that inserts the rows: concurrent appends (and compaction,
-    which moves ``current_generation`` under the same lock) serialize there.
-
-    ``run_hooks=False`` defers the after-append hooks: an agent turn appends
-    several times and runs them once, after its last append
-    (``after_append``), so no compaction starts in the middle of a turn.
-    """
-    if not messages:
-        raise InvalidInput("nothing to append")
-    superseded_ids = [m.supersedes for m in messages if m.supersedes is not None]
-    now = timezone.now()
-    with transaction.atomic():
-        Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + len(messages), last_activity_at=now)
-        next_seq, generation = Thread.objects.values_list("next_seq", "current_generation").get(pk=thread.pk)
-        if superseded_ids:
-            found = set(Message.objects.filter(thread=thread, id__in=superseded_ids).values_list("id", flat=True))
-            missing = sorted(set(superseded_ids) - found)
-            if missing:
-                raise InvalidInput(
-                    f"supersedes names messages that are not in this thread: {', '.join(map(str, missing))}",
-                    field="supersedes",
+                copy.write_row(
+                    (
+                        pk,
+                        thread_id,
+                        generation,
+                        seq,
+                        m.role,
+                        m.kind,
+                        m.content,
+                        json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else "[]",
+                        m.tool_call_id,
+                        m.session_id,
+                        m.model_visible,
+                        False,
+                        created_at,
+                    )
                 )
-        first_seq = next_seq - len(messages)
-        rows = [
+            leaves = _tool_argument_rows(stored)
+        if leaves:
+            with cursor.copy(_PG_COPY_TOOL_ARGUMENTS) as copy:
+                for row in leaves:
+                    copy.write_row(row)
+    return stored
+
+
+def _store_orm(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -> list[StoredMessage]:
+    """The portable path (SQLite): the seq block with an UPDATE, then bulk_create, which returns the ids there."""
+    Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + len(messages), last_activity_at=now)
+    next_seq, generation = Thread.objects.values_list("next_seq", "current_generation").get(pk=thread.pk)
+    first_seq = next_seq - len(messages)
+    rows = Message.objects.bulk_create(
+        [
             Message(
                 thread=thread,
                 generation=generation,
@@ -419,23 +450,69 @@ def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks:
             )
             for offset, m in enumerate(messages)
         ]
-        created = _insert_messages(rows)
+    )
+    # Read back, created_at included: auto_now_add stamps each row in bulk_create.
+    stored = [StoredMessage(*(getattr(row, name) for name in StoredMessage._fields)) for row in rows]
+    leaves = _tool_argument_rows(stored)
+    if leaves:
+        ToolArgument.objects.bulk_create(
+            [ToolArgument(**dict(zip(TOOL_ARGUMENT_COLUMNS, v, strict=True))) for v in leaves]
+        )
+    return stored
+
+
+def messages_store(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: bool = True) -> list[StoredMessage]:
+    """Append parsed messages to the thread's current generation, all or nothing; answer with the stored rows.
+
+    The seq block is reserved with one UPDATE on the thread row, inside the
+    transaction that inserts the rows: concurrent appends (and compaction,
+    which moves ``current_generation`` under the same lock) serialize there.
+
+    ``run_hooks=False`` defers the after-append hooks: an agent turn appends
+    several times and runs them once, after its last append
+    (``after_append``), so no compaction starts in the middle of a turn.
+    """
+    if not messages:
+        raise InvalidInput("nothing to append")
+    superseded_ids = [m.supersedes for m in messages if m.supersedes is not None]
+    now = timezone.now()
+    store = _store_pg if connection.vendor == "postgresql" else _store_orm
+    with transaction.atomic():
+        if superseded_ids:
+            found = set(Message.objects.filter(thread=thread, id__in=superseded_ids).values_list("id", flat=True))
+            missing = sorted(set(superseded_ids) - found)
+            if missing:
+                raise InvalidInput(
+                    f"supersedes names messages that are not in this thread: {', '.join(map(str, missing))}",
+                    field="supersedes",
+                )
+        stored = store(thread=thread, messages=messages, now=now)
+        generation = stored[0].generation
         visible_size = sum(m.size for m in messages if m.model_visible)
         if visible_size:
             Generation.objects.filter(thread=thread, number=generation).update(
                 visible_chars=F("visible_chars") + visible_size
             )
-        arguments = [row for message in created if message.tool_calls for row in _tool_argument_values(message)]
-        if arguments:
-            _insert_tool_arguments(arguments)
-        for message_in, message in zip(messages, created, strict=True):
+        for message_in, message in zip(messages, stored, strict=True):
             if message_in.supersedes is not None:
-                Message.objects.filter(pk=message_in.supersedes).update(superseded_by=message)
-    thread.next_seq = next_seq
+                Message.objects.filter(pk=message_in.supersedes).update(superseded_by=message.id)
+    thread.next_seq = stored[-1].seq + 1
     thread.current_generation = generation
     thread.last_activity_at = now
     if run_hooks:
         after_append(thread)
+    return stored
+
+
+def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: bool = True) -> list[Message]:
+    """``messages_store`` answering with Message instances, for callers that go on with the models."""
+    created = []
+    for row in messages_store(thread=thread, messages=messages, run_hooks=run_hooks):
+        message = Message(**row._asdict())
+        message.thread = thread  # cached: callers read message.thread
+        message._state.adding = False
+        message._state.db = connection.alias
+        created.append(message)
     return created
 
 

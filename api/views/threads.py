@@ -30,6 +30,7 @@ from api.serializers import (
     ThreadSerializer,
     ThreadUpdateRequest,
     message_data,
+    messages_data,
 )
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
@@ -228,8 +229,7 @@ class MessageListView(JSONAPIView):
     def post(self, request: Request, channel: str) -> Response:
         thread = selectors.thread_get_for(user=request.user, channel=channel)
         parsed = services.messages_parse(request.data)
-        created = services.messages_append(thread=thread, messages=parsed)
-        stored = [message_data(m) for m in created]
+        stored = messages_data(services.messages_store(thread=thread, messages=parsed))
         return Response(stored if isinstance(request.data, list) else stored[0], status=status.HTTP_201_CREATED)
 
 
