@@ -301,9 +301,9 @@ class StoredMessage(NamedTuple):
     """One appended message as stored, under the attribute names of Message.
 
     The API's batch append answers from these: building Message instances
-    (their __init__, the related descriptor behind ``thread=``) cost more
-    Python per message than the rest of the append (bench/ingest.py), and
-    the answer needs only the stored values.
+    (their __init__, the related descriptor behind ``thread=``) was the
+    largest share of the append's Python (bench/ingest.py), and the answer
+    needs only the stored values.
     """
 
     id: int
