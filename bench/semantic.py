@@ -59,10 +59,6 @@ READ_BLOCK = 20_000
 K = 10
 
 
-def log(message: str) -> None:
-    store.log(message)
-
-
 def spread(rng: np.random.Generator, points: np.ndarray, scale: float) -> np.ndarray:
     """Unit vectors around ``points``: Gaussian noise of norm about ``scale``."""
     moved = points + rng.standard_normal(points.shape).astype(np.float32) * (scale / np.sqrt(DIMENSIONS))
@@ -116,9 +112,9 @@ def load_vectors(conn: psycopg.Connection) -> None:
                     copy.write_row([message_id, MODEL, 0, "content", 0, whole, text, DIMENSIONS, vector])
                 total += len(rows)
                 if total % 200_000 < READ_BLOCK:
-                    log(f"  {total:,} chunks")
+                    store.log(f"  {total:,} chunks")
     conn.commit()
-    log(f"loaded {total:,} chunks of {DIMENSIONS} dimensions in {time.perf_counter() - started:.0f} s")
+    store.log(f"loaded {total:,} chunks of {DIMENSIONS} dimensions in {time.perf_counter() - started:.0f} s")
 
 
 def build_index(conn: psycopg.Connection) -> None:
@@ -132,11 +128,7 @@ def build_index(conn: psycopg.Connection) -> None:
     )
     conn.execute("ANALYZE threadmem_chunk")
     conn.commit()
-    log(f"HNSW index built in {time.perf_counter() - started:.0f} s")
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    return store.percentile(values, fraction)
+    store.log(f"HNSW index built in {time.perf_counter() - started:.0f} s")
 
 
 def measure(queries: int) -> None:
@@ -174,10 +166,8 @@ def measure(queries: int) -> None:
             _, exact = run(scope, exact=True)
             recalls = [len(set(a) & set(e)) / max(1, len(e)) for a, e in zip(approximate, exact, strict=True)]
             extra = f"  recall@{K} {statistics.mean(recalls):.3f} (min {min(recalls):.1f})"
-        print(
-            f"  {label:<46} p50 {statistics.median(samples):7.1f}  p95 {percentile(samples, 0.95):7.1f}  ms{extra}",
-            flush=True,
-        )
+        p50, p95 = statistics.median(samples), store.percentile(samples, 0.95)
+        print(f"  {label:<46} p50 {p50:7.1f}  p95 {p95:7.1f}  ms{extra}", flush=True)
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM threadmem_chunk WHERE model = %s", [MODEL])

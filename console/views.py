@@ -162,25 +162,41 @@ def thread_compact(request: HttpRequest, thread_id: int) -> HttpResponse:
     return redirect(reverse("console:thread", args=[thread.id]) + "#compactions")
 
 
-@require_POST
-@staff_required
-def thread_isolation(request: HttpRequest, thread_id: int) -> HttpResponse:
-    admin_required(request)
-    thread = selectors.thread_get(thread_id=thread_id)
+def _isolation_toggle(
+    request: HttpRequest,
+    *,
+    confirm_context: dict[str, Any],
+    apply: Callable[[bool], object],
+    done: str,
+    then: HttpResponse,
+) -> HttpResponse:
+    """An isolation form's POST: 400 on a bad value, the confirmation page first, then apply, flash and ``then``."""
     form = IsolationForm(request.POST)
     if not form.is_valid():
         return HttpResponse("isolated must be true or false", status=400, content_type="text/plain")
     isolated = form.cleaned_data["isolated"]
     if not form.cleaned_data["confirm"]:
-        return render(
-            request,
-            "console/isolation_confirm.html",
-            {"target": "thread", "thread": thread, "isolated": isolated, "nav": "threads"},
-        )
-    services.thread_set_isolated(thread=thread, isolated=isolated, actor=request.user, surface="console")
+        return render(request, "console/isolation_confirm.html", {**confirm_context, "isolated": isolated})
+    apply(isolated)
     word = "isolated" if isolated else "released from isolation"
-    flash.success(request, f"Thread {thread.channel} {word}.")
-    return redirect("console:thread", thread_id=thread.id)
+    flash.success(request, f"{done} {word}.")
+    return then
+
+
+@require_POST
+@staff_required
+def thread_isolation(request: HttpRequest, thread_id: int) -> HttpResponse:
+    admin_required(request)
+    thread = selectors.thread_get(thread_id=thread_id)
+    return _isolation_toggle(
+        request,
+        confirm_context={"target": "thread", "thread": thread, "nav": "threads"},
+        apply=lambda isolated: services.thread_set_isolated(
+            thread=thread, isolated=isolated, actor=request.user, surface="console"
+        ),
+        done=f"Thread {thread.channel}",
+        then=redirect("console:thread", thread_id=thread.id),
+    )
 
 
 # --- messages ---------------------------------------------------------------------
@@ -253,20 +269,15 @@ def message_raw(request: HttpRequest, message_id: int) -> HttpResponse:
 def message_isolation(request: HttpRequest, message_id: int) -> HttpResponse:
     admin_required(request)
     message, _ = selectors.message_audit(message_id=message_id)
-    form = IsolationForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse("isolated must be true or false", status=400, content_type="text/plain")
-    isolated = form.cleaned_data["isolated"]
-    if not form.cleaned_data["confirm"]:
-        return render(
-            request,
-            "console/isolation_confirm.html",
-            {"target": "message", "message": message, "thread": message.thread, "isolated": isolated},
-        )
-    services.message_set_isolated(message=message, isolated=isolated, actor=request.user, surface="console")
-    word = "isolated" if isolated else "released from isolation"
-    flash.success(request, f"Message #{message.id} {word}.")
-    return redirect("console:message", message_id=message.id)
+    return _isolation_toggle(
+        request,
+        confirm_context={"target": "message", "message": message, "thread": message.thread},
+        apply=lambda isolated: services.message_set_isolated(
+            message=message, isolated=isolated, actor=request.user, surface="console"
+        ),
+        done=f"Message #{message.id}",
+        then=redirect("console:message", message_id=message.id),
+    )
 
 
 # --- search and the tool-call log ------------------------------------------------

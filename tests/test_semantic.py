@@ -106,7 +106,7 @@ def test_appends_are_embedded_after_commit_without_waiting_for_the_model(owner, 
     assert len(embeddings.embedding_requests()) == 1  # one batch for the whole append
 
 
-def test_only_messages_search_may_ever_show_are_embedded_once(owner, admin, embeddings):
+def test_only_messages_search_may_ever_show_are_embedded_once(owner, embeddings):
     thread = make_thread(owner, "ops")
     append(
         thread,
@@ -366,7 +366,7 @@ def test_the_backfill_embeds_what_was_appended_before_the_model_was_configured(o
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="pgvector's HNSW index is PostgreSQL's")
-def test_global_search_ranks_with_the_hnsw_index_of_the_vectors_dimension(owner, visible):
+def test_embedding_creates_the_hnsw_index_of_the_vectors_dimension(owner, visible):
     thread, _plain = visible
     embedded(thread)
     with connection.cursor() as cursor:

@@ -29,7 +29,6 @@ from api.serializers import (
     ThreadDetailSerializer,
     ThreadSerializer,
     ThreadUpdateRequest,
-    message_data,
     messages_data,
 )
 from threadmem import selectors, services
@@ -212,7 +211,7 @@ class MessageListView(JSONAPIView):
         messages = selectors.message_list_for(thread=thread, generation=request.query_params.get("generation"))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(messages, request, view=self)
-        return paginator.get_paginated_response([message_data(m) for m in page])
+        return paginator.get_paginated_response(messages_data(page))
 
     @extend_schema(
         summary="Append one message or a batch (all or nothing)",

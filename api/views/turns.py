@@ -11,7 +11,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.serializers import ErrorSerializer, MessageSerializer, message_data
+from api.serializers import ErrorSerializer, MessageSerializer, messages_data
 from api.views.threads import CHANNEL_PARAMETER, JSONAPIView, body_object
 from threadmem import agent, selectors
 from threadmem.services import ID_FIELD_MAX_CHARS
@@ -73,4 +73,4 @@ class TurnView(JSONAPIView):
         result = agent.turn_run(
             thread=thread, user=request.user, content=body.get("content"), session_id=body.get("session_id", "")
         )
-        return Response({"answer": result.answer, "messages": [message_data(m) for m in result.messages]})
+        return Response({"answer": result.answer, "messages": messages_data(result.messages)})

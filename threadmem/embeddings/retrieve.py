@@ -112,10 +112,6 @@ def _small(scope: SearchScope) -> bool:
     return (total or 0) <= EXACT_MAX_MESSAGES
 
 
-def _match(row: tuple, score: float) -> Match:
-    return Match(*row, score=score)
-
-
 def _rank_postgres(chunks: QuerySet[Chunk], query: np.ndarray, *, limit: int, approximate: bool) -> list[Match]:
     dimensions = len(query)
     expression = index_expression(dimensions) if approximate else None
@@ -134,7 +130,7 @@ def _rank_postgres(chunks: QuerySet[Chunk], query: np.ndarray, *, limit: int, ap
                 cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         rows = list(ranked)
     # A zero vector has no direction: pgvector answers NaN, never a match.
-    return [_match(row[:-1], 1.0 - row[-1]) for row in rows if row[-1] == row[-1]]
+    return [Match(*row[:-1], score=1.0 - row[-1]) for row in rows if row[-1] == row[-1]]
 
 
 def _rank_numpy(chunks: QuerySet[Chunk], query: np.ndarray, *, limit: int) -> list[Match]:
@@ -151,11 +147,11 @@ def _rank_numpy(chunks: QuerySet[Chunk], query: np.ndarray, *, limit: int) -> li
         norms = np.linalg.norm(matrix, axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
             scores = (matrix @ query) / norms
-        for index in np.argsort(-np.nan_to_num(scores, nan=-2.0))[:limit]:
-            score = float(scores[index])
-            if score != score:
-                continue
-            item = (score, ids[index])
+        # A zero vector has no direction (NaN): never a match, as on PostgreSQL.
+        for index in np.argsort(-np.nan_to_num(scores, nan=-np.inf))[:limit]:
+            if np.isnan(scores[index]):
+                break
+            item = (float(scores[index]), ids[index])
             if len(top) < limit:
                 heapq.heappush(top, item)
             elif item > top[0]:
@@ -172,4 +168,4 @@ def _rank_numpy(chunks: QuerySet[Chunk], query: np.ndarray, *, limit: int) -> li
         score_block()
     scores = {chunk_id: score for score, chunk_id in top}
     rows = Chunk.objects.filter(id__in=scores).values_list("id", *DETAIL_FIELDS)
-    return [_match(row[1:], scores[row[0]]) for row in rows]
+    return [Match(*row[1:], score=scores[row[0]]) for row in rows]
