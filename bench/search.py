@@ -22,7 +22,9 @@ calls it (the whole tool: scope, literal part, semantic part, merge and the
 tool-call log row), beside the baselines measured in the same run: fetching
 the thread's rows into Python and scanning them there, and in-memory scans of
 the same text (``re.IGNORECASE``, and ``in`` over text case-folded in advance:
-the floor). Global rows say whether the index answered, or the search fell
+the floor). Then thread search in ordinary threads of the store (median, 90th
+and 99th percentile size), with the statement search picks for them (a scan
+of the thread) beside the trigram indexes forced. Global rows say whether the index answered, or the search fell
 back to the newest messages / ran out of its time budget (threadmem.search.literal).
 The load average is printed before and after: on two shared cores every
 figure moves with whatever else runs.
@@ -187,6 +189,18 @@ TRIGRAM_INDEXES = {
 }
 
 
+# The running totals appends keep (models.Generation.visible_chars): thread
+# search reads them to choose between a scan and the trigram indexes.
+VISIBLE_CHARS_SQL = """
+UPDATE threadmem_generation g SET visible_chars = s.total
+FROM (
+    SELECT thread_id, generation, sum(octet_length(content) + octet_length(tool_calls::text)) AS total
+    FROM threadmem_message WHERE model_visible GROUP BY thread_id, generation
+) s
+WHERE s.thread_id = g.thread_id AND s.generation = g.number
+"""
+
+
 def build_store() -> None:
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
@@ -224,8 +238,8 @@ def build_store() -> None:
                 isolated = thread_id % 100 == 0
                 copy.write_row((thread_id, f"bench:{thread_id}", "", owner.id, isolated, 1, 1, now, now))
             copy.write_row((stress_thread_id, STRESS_CHANNEL, "stress", owners[0].id, False, 1, 1, now, now))
-        # visible_chars has no database default (Django keeps defaults in Python); the
-        # search bench never compacts, so 0 is as good as the real total.
+        # visible_chars has no database default (Django keeps defaults in Python);
+        # the totals are set once the messages are in (VISIBLE_CHARS_SQL).
         with conn.cursor().copy(
             "COPY threadmem_generation (thread_id, number, state, started_at, visible_chars) FROM STDIN"
         ) as copy:
@@ -316,6 +330,8 @@ def build_store() -> None:
         conn.execute(
             "UPDATE threadmem_thread t SET next_seq = b.next_seq FROM bench_next_seq b WHERE b.thread_id = t.id"
         )
+        log("generation sizes")
+        conn.execute(VISIBLE_CHARS_SQL)
         for table in ("threadmem_thread", "threadmem_message", "threadmem_generation", "threadmem_toolargument"):
             conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
         log("building the trigram indexes")
@@ -358,6 +374,50 @@ def row(label: str, samples: list[float], extra: str = "", p99: bool = False) ->
         f"  {label:<44} p50 {statistics.median(samples):8.1f}  p95 {percentile(samples, 0.95):8.1f}{tail}  ms{extra}",
         flush=True,
     )
+
+
+def ordinary_threads(runs: int) -> None:
+    """Thread search in threads of the store's median, 90th and 99th percentile size, both match statements.
+
+    Below THREADMEM_SEARCH_THREAD_SCAN_BYTES search scans the thread's rows;
+    "index" forces the trigram indexes for comparison.
+    """
+    from django.conf import settings
+    from django.db import connection
+
+    from threadmem.models import Thread
+    from threadmem.search import search_memory
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT g.thread_id FROM threadmem_generation g JOIN threadmem_thread t ON t.id = g.thread_id "
+            "WHERE NOT t.isolated AND t.channel <> %s ORDER BY g.visible_chars, g.thread_id",
+            [STRESS_CHANNEL],
+        )
+        ordered = [thread_id for (thread_id,) in cursor.fetchall()]
+    threshold = settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
+    print(f"thread scope, ordinary threads (scanned up to THREADMEM_SEARCH_THREAD_SCAN_BYTES = {threshold:,})")
+    words = tail_words()
+    for percentile_label, fraction in (("median", 0.5), ("p90", 0.9), ("p99", 0.99)):
+        thread = Thread.objects.select_related("owner").get(id=ordered[int(fraction * (len(ordered) - 1))])
+        size = thread.generations.get(number=1).visible_chars
+        print(f" {percentile_label} thread: {thread.messages.count()} messages, {size / 1e6:.2f} MB")
+        for label, term in (("rare", RARE_TERM), ("common word", "error"), ("uncommon word", words["uncommon"])):
+            figures = []
+            for forced in (None, 0):
+                if forced is not None:
+                    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = forced
+                found = []
+
+                def search(term=term, thread=thread, found=found):
+                    found.append(search_memory(user=thread.owner, query=term, channel=thread.channel))
+
+                samples = timed(search, runs)
+                settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = threshold
+                figures.append(f"{found[-1].matched_by} p50 {statistics.median(samples):6.1f} ms")
+            hits = found[-1].literal_hits_total
+            print(f"  {label:<14} ({hits} hits)  default: {figures[0]};  forced: {figures[1]}", flush=True)
+    print()
 
 
 def measure(runs: int) -> None:
@@ -415,7 +475,7 @@ def measure(runs: int) -> None:
         result = search_memory(user=owner, query=term, channel=STRESS_CHANNEL)
         print(
             f" {label}: {term!r} -> {result.literal_hits_total} hits, {result.literal_hits_shown} shown, "
-            f"{len(result.text):,} characters"
+            f"{len(result.text):,} characters; matched by: {result.matched_by}"
         )
         whole = timed(lambda term=term: search_memory(user=owner, query=term, channel=STRESS_CHANNEL), runs)
         sql = timed(lambda term=term: literal_search(scope=stress_scope, terms=[term]), runs)
@@ -434,6 +494,8 @@ def measure(runs: int) -> None:
         f"common {summary['common-fetch'] / summary['common']:.1f}x, "
         f"absent {summary['absent-fetch'] / summary['absent']:.1f}x faster\n"
     )
+
+    ordinary_threads(runs)
 
     print("global scope (every thread that is not isolated; as an operator unless noted)")
     words = tail_words()
@@ -492,6 +554,10 @@ def main() -> None:
 
         log("reusing the built store")
         call_command("migrate", verbosity=0)
+        with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM threadmem_generation WHERE visible_chars > 0 LIMIT 1").fetchone():
+                log("generation sizes (a store built before they were kept)")
+                conn.execute(VISIBLE_CHARS_SQL)
     if args.build_only:
         return
     measure(args.runs)

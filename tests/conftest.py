@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -89,6 +90,19 @@ def row_counts() -> dict[str, int]:
         "tool_arguments": ToolArgument.objects.count(),
         "isolation_events": IsolationEvent.objects.count(),
     }
+
+
+# The statements a thread search may match with: on PostgreSQL the trigram
+# indexes or a scan of the thread's rows, picked by the thread's size
+# (threadmem.search.literal._match_rows); SQLite has one.
+THREAD_MATCH_PATHS = ("index", "scan") if connection.vendor == "postgresql" else ("scan",)
+
+
+@pytest.fixture(params=THREAD_MATCH_PATHS)
+def thread_match(request, settings) -> str:
+    """Run the test once with each statement a thread search may match with."""
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0 if request.param == "index" else 10**12
+    return request.param
 
 
 @pytest.fixture(autouse=True)

@@ -18,6 +18,9 @@ from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.semantic import provider_installed
 
+# Thread searches run with each match statement (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("thread_match")
+
 TERM = "sentinel-77"
 
 

@@ -9,6 +9,9 @@ from tests.conftest import append
 from threadmem.search import search_memory
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
 
+# Thread searches run with each match statement (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("thread_match")
+
 TEXTS = {
     "percent": "disk is 100% full",
     "underscore": "the file is id_rsa",

@@ -15,6 +15,9 @@ from threadmem.models import Message, ToolCall
 from threadmem.search import search_memory
 from threadmem.search.bounded import GLOBAL_RECENT_BYTES, HEADER, SEARCH_COUNT_LIMIT, THREAD_SEARCH_MAX_CHARS
 
+# Thread searches run with each match statement (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("thread_match")
+
 COMMAND = "scp ~/.ssh/id_ed25519 deploy@web-prod-7:/srv/keys"
 WINDOWS_PATH = "C:\\Users\\ops\\deploy\\notes.txt"
 

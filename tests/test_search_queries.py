@@ -1,7 +1,9 @@
 """A search costs a fixed number of SQL statements, whatever the number of hits.
 
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
-row (1). The windows statement is skipped when nothing matches. A global
+row (1). The windows statement is skipped when nothing matches. A thread
+search on PostgreSQL matches with the trigram indexes or with a scan of the
+thread's rows, by the thread's size: one statement either way. A global
 search on PostgreSQL runs the match statement under a time budget, sent with
 its settings (and, inside the test's transaction, a savepoint) as one query
 string; when the budget runs out the savepoint is rolled back (one more) and
@@ -34,11 +36,33 @@ def fill(thread, hits: int) -> None:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("hits", [1, 5, 60])
-def test_a_thread_search_makes_four_queries_whatever_the_hits(owner, thread, hits, django_assert_num_queries):
+@pytest.mark.parametrize("scan_bytes", [0, 10**9], ids=["index", "scan"])
+def test_a_thread_search_makes_four_queries_whatever_the_hits(
+    owner, thread, hits, scan_bytes, django_assert_num_queries, settings
+):
+    # On PostgreSQL the thread's size picks the match statement: the trigram
+    # indexes, or a scan of the thread's rows.
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = scan_bytes
     fill(thread, hits)
     with django_assert_num_queries(4):
         result = search_memory(user=owner, query="tally", channel=thread.channel)
     assert result.literal_hits_total == 2 * hits
+    if connection.vendor == "postgresql":
+        assert result.matched_by == ("scan" if scan_bytes else "index")
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
+def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(owner, thread, settings):
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 50_000
+    (root,) = append(thread, {"role": "user", "content": "tally " + "z" * 30_000})
+    fork = make_thread(owner, "fork", fork_from=root)
+    append(fork, {"role": "user", "content": "tally " + "z" * 30_000})
+    # The fork's scope holds its ancestry: 60 KB in all.
+    small = search_memory(user=owner, query="tally", channel=thread.channel)
+    large = search_memory(user=owner, query="tally", channel=fork.channel)
+    assert (small.matched_by, small.literal_hits_total) == ("scan", 1)
+    assert (large.matched_by, large.literal_hits_total) == ("index", 2)
 
 
 @pytest.mark.django_db

@@ -18,6 +18,9 @@ from threadmem.search.bounded import (
 )
 from threadmem.search.semantic import provider_installed
 
+# Thread searches run with each match statement (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("thread_match")
+
 RESULTS = 120
 HALF = 30_000
 

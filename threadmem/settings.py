@@ -240,6 +240,10 @@ THREADMEM_MEMORY_ANSWER = env_choice("THREADMEM_MEMORY_ANSWER", "", ("", "llm"))
 # fallback over the newest messages (threadmem/search/literal.py explains why).
 THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)
 THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS", 30, minimum=1)
+# Thread search on PostgreSQL: a thread (with its fork ancestry) of at most
+# this many bytes of text is scanned; a larger one is searched through the
+# trigram indexes (0: always the indexes).
+THREADMEM_SEARCH_THREAD_SCAN_BYTES = env_int("THREADMEM_SEARCH_THREAD_SCAN_BYTES", 1_000_000, minimum=0)
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.

@@ -114,6 +114,7 @@ class LiteralPart:
     total: int = 0
     bounded: bool = False  # total is a lower bound (global scope, SEARCH_COUNT_LIMIT reached)
     coverage: str = "all"  # global scope: "recent" (newest messages only) or "none" (ran out of time)
+    matched_by: str = "index"  # which statement found the matches (threadmem.search.literal._match_rows)
 
     @property
     def stopped_early(self) -> bool:
@@ -213,6 +214,7 @@ def literal_part(
     candidate_count: int,
     bounded: bool = False,
     coverage: str = "all",
+    matched_by: str = "index",
 ) -> LiteralPart:
     """List and count the hits (see the module docstring for the rule)."""
     budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage)
@@ -262,7 +264,9 @@ def literal_part(
         lines = [*lines, more_hits_line(hidden, bounded=bounded)]
     if coverage != "all":
         lines = [*lines, coverage_line(coverage)]
-    return LiteralPart(text="\n".join(lines), hits=hits, total=total, bounded=bounded, coverage=coverage)
+    return LiteralPart(
+        text="\n".join(lines), hits=hits, total=total, bounded=bounded, coverage=coverage, matched_by=matched_by
+    )
 
 
 def header_lines(

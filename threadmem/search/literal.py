@@ -3,8 +3,9 @@
 1. ``_match_sql``: which (term, field) pairs match, newest first, as small rows
    (ids, metadata and a length bound; no text). One ``UNION ALL`` branch per
    term and field kind, so each branch is one indexable condition that is
-   evaluated once per row. The global scope on PostgreSQL gives this a time
-   budget and falls back to the newest messages (``_match_rows``).
+   evaluated once per row. On PostgreSQL a small thread is scanned instead
+   of asking the index, and the global scope gives this a time budget and
+   falls back to the newest messages (``_match_rows``).
 2. ``_window_sql_*``: for the few fields that can be listed, each term's first
    position and the window around it, cut by the database, in listing order
    until the listed entries fill the literal cap. Only ``WINDOW_CHARS + 1``
@@ -74,6 +75,10 @@ def index_budget_ms() -> int:
     return settings.THREADMEM_SEARCH_INDEX_BUDGET_MS
 
 
+def thread_scan_bytes() -> int:
+    return settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
+
+
 def recent_budget_ms() -> int:
     return settings.THREADMEM_SEARCH_RECENT_BUDGET_MS
 
@@ -91,6 +96,13 @@ class Dialect:
     def needle(self, term: str) -> str | None:
         """What ``position`` may use besides ``pattern(term)``: None when nothing."""
         return None
+
+    def scan_matches(self, column: str, term: str) -> tuple[str, Any]:
+        """The condition of ``matches`` for a scan of one thread's rows: ``(sql, its one parameter)``.
+
+        No index serves it; it only has to be the cheapest exact test.
+        """
+        return self.matches(column), self.pattern(term)
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
         """The 1-based position of the first match in ``column``, 0 when none.
@@ -127,6 +139,16 @@ class PostgresDialect(Dialect):
         # (COLLATE "C"): a third to a half cheaper than regexp_instr on large
         # fields (bench/search.py), which collects every match, not just the first.
         return term.lower() if term.isascii() else None
+
+    def scan_matches(self, column: str, term: str) -> tuple[str, Any]:
+        # Functions, not the ~* operator, so the planner cannot pick the
+        # trigram index. For an ASCII term, lowering ASCII-only and strpos
+        # read bytes: about twice as cheap as the regex engine on a field
+        # that does not match (it converts the field to wide characters).
+        needle = self.needle(term)
+        if needle is None:
+            return f"regexp_like({column}, %s, 'i')", self.pattern(term)
+        return f'strpos(lower({column} COLLATE "C"), %s) > 0', needle
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
         # ~* folds just the ASCII letters of an ASCII pattern, so both find the
@@ -250,8 +272,8 @@ _ARGUMENT_COLUMNS = (
 )
 
 
-def _match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope: the index path.
+def _match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect, *, scan: bool = False) -> tuple[str, list[Any]]:
+    """Every (term, field) match in the scope: the index path, or with ``scan`` a scan of the scope's rows.
 
     In the global scope each branch stops at SEARCH_COUNT_LIMIT + 1 rows,
     newest first; in a thread's scope it counts them all.
@@ -263,10 +285,14 @@ def _match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[
     branches = []
     params: list[Any] = []
     for index, term in enumerate(terms):
-        pattern = sql.pattern(term)
+        if scan:
+            content_match, pattern = sql.scan_matches("m.content", term)
+            argument_match, _ = sql.scan_matches("a.value", term)
+        else:
+            content_match, argument_match, pattern = sql.matches("m.content"), sql.matches("a.value"), sql.pattern(term)
         branch = (
             f"SELECT {index} AS term, {_CONTENT_COLUMNS.format(min_chars=sql.min_chars('m.content'))} "
-            f"FROM threadmem_message m WHERE {content_scope} AND {searchable} AND {sql.matches('m.content')}"
+            f"FROM threadmem_message m WHERE {content_scope} AND {searchable} AND {content_match}"
         )
         branch_params = [*content_scope_params, *searchable_params, pattern]
         if limit:
@@ -277,7 +303,7 @@ def _match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[
         branch = (
             f"SELECT {index} AS term, {_ARGUMENT_COLUMNS.format(min_chars=sql.min_chars('a.value'))} "
             "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
-            f"WHERE {argument_scope} AND {searchable} AND {sql.matches('a.value')}"
+            f"WHERE {argument_scope} AND {searchable} AND {argument_match}"
         )
         branch_params = [*argument_scope_params, *searchable_params, pattern]
         if limit:
@@ -334,11 +360,21 @@ def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) ->
 
 
 def _is_timeout(error: DatabaseError) -> bool:
+    """The statement timeout fired: a cancelled query, or a cancelled regex compilation.
+
+    pg_trgm compiles the pattern into a trigram graph when the index scan
+    starts, and reports a cancel that arrives then as an invalid regular
+    expression ("operation cancelled"); the ``***=`` patterns of this module
+    are always valid, so that error can only be the timeout.
+    """
     try:
-        from psycopg.errors import QueryCanceled
+        from psycopg.errors import InvalidRegularExpression, QueryCanceled
     except ImportError:  # pragma: no cover - psycopg is a requirement
         return False
-    return isinstance(error.__cause__, QueryCanceled)
+    cause = error.__cause__
+    if isinstance(cause, InvalidRegularExpression):
+        return "cancel" in str(cause)
+    return isinstance(cause, QueryCanceled)
 
 
 # The settings of a budgeted statement. No parallel workers: on a small shared
@@ -392,29 +428,49 @@ def _within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tu
         return cursor.fetchall()
 
 
-def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[list[tuple], str]:
-    """``(rows, coverage)``: coverage ``all`` (the index path), ``recent`` or ``none``.
+def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[list[tuple], str, str]:
+    """``(rows, coverage, matched_by)``.
 
-    In a thread's scope, and on SQLite, the index path runs to the end (a
-    thread's count is exact). In the global scope on PostgreSQL it has
-    ``index_budget_ms()``; past that the whole query is searched in the
-    newest messages within ``recent_budget_ms()``; past that too, nothing is
-    listed and the text says so. Either way a global search answers in about
-    the sum of the two budgets, whatever the terms.
+    coverage is ``all``, or in the global scope ``recent`` or ``none``;
+    matched_by says which statement answered: ``index``, ``scan``,
+    ``recent`` or ``none``.
+
+    On SQLite the one statement (a scan there: no index serves the
+    registered function) runs to the end.
+
+    Thread scope on PostgreSQL: a scope of at most ``thread_scan_bytes()`` of
+    text (``SearchScope.visible_bytes``) is scanned (``scan_matches``), a
+    larger one goes through the trigram indexes; either way to the end, since
+    a thread's count is exact. For a small thread the index path costs more
+    than reading it: planning compiles the pattern into a trigram graph, and a
+    word common across the store makes the index read long posting lists
+    (bench/search.py prints both paths on threads of 0.2-0.5 MB).
+
+    Global scope on PostgreSQL: the index path has ``index_budget_ms()``;
+    past that the whole query is searched in the newest messages within
+    ``recent_budget_ms()``; past that too, nothing is listed and the text
+    says so. Either way a global search answers in about the sum of the two
+    budgets, whatever the terms.
     """
-    statement, params = _match_sql(scope, terms, sql)
-    if not (scope.is_global and sql.vendor == "postgresql"):
+    if sql.vendor == "postgresql" and not scope.is_global:
+        scan = scope.visible_bytes <= thread_scan_bytes()
+        statement, params = _match_sql(scope, terms, sql, scan=scan)
         with connection.cursor() as cursor:
             cursor.execute(statement, params)
-            return cursor.fetchall(), "all"
+            return cursor.fetchall(), "all", "scan" if scan else "index"
+    statement, params = _match_sql(scope, terms, sql)
+    if sql.vendor != "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(statement, params)
+            return cursor.fetchall(), "all", "scan"
     rows = _within_budget(statement, params, index_budget_ms())
     if rows is not None:
-        return rows, "all"
+        return rows, "all", "index"
     statement, params = _recent_match_sql(scope, terms, sql)
     rows = _within_budget(statement, params, recent_budget_ms())
     if rows is not None:
-        return rows, "recent"
-    return [], "none"
+        return rows, "recent", "recent"
+    return [], "none", "none"
 
 
 # --- statement 2: positions and windows of the fields that can be listed -----
@@ -553,9 +609,9 @@ def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
         return literal_part([], terms, {}, candidate_count=0)
     sql = dialect()
     sql.prepare()
-    rows, coverage = _match_rows(scope, terms, sql)
+    rows, coverage, matched_by = _match_rows(scope, terms, sql)
     if coverage == "none":
-        return literal_part([], terms, {}, candidate_count=0, coverage=coverage)
+        return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
     candidates = [
         Candidate(
             term=row[0],
@@ -582,7 +638,15 @@ def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
             kept.append(candidate)
         candidates = kept
     if not candidates:
-        return literal_part([], terms, {}, candidate_count=0, bounded=bounded, coverage=coverage)
+        return literal_part([], terms, {}, candidate_count=0, bounded=bounded, coverage=coverage, matched_by=matched_by)
     budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage)
     windows = _windows(candidates, terms, budget=budget, sql=sql)
-    return literal_part(candidates, terms, windows, candidate_count=len(candidates), bounded=bounded, coverage=coverage)
+    return literal_part(
+        candidates,
+        terms,
+        windows,
+        candidate_count=len(candidates),
+        bounded=bounded,
+        coverage=coverage,
+        matched_by=matched_by,
+    )

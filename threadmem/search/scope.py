@@ -34,6 +34,10 @@ class SearchScope:
     # isolated threads to leave out.
     readable_thread_ids: tuple[int, ...] | None = None
     hidden_thread_ids: tuple[int, ...] = ()
+    # Thread scope: an upper bound of the bytes of text in it (the threads'
+    # running totals, models.Generation.visible_chars). The literal part on
+    # PostgreSQL scans a scope this small instead of asking the trigram index.
+    visible_bytes: int = 0
 
     @property
     def is_global(self) -> bool:
@@ -70,7 +74,9 @@ WITH RECURSIVE chain(depth, thread_id, owner_id, isolated, parent_id, fork_messa
     FROM chain c JOIN threadmem_thread p ON p.id = c.parent_id
     WHERE c.depth < {FORK_DEPTH_MAX}
 )
-SELECT depth, thread_id, owner_id, isolated, max_seq FROM chain ORDER BY depth
+SELECT depth, thread_id, owner_id, isolated, max_seq,
+       (SELECT coalesce(sum(g.visible_chars), 0) FROM threadmem_generation g WHERE g.thread_id = chain.thread_id)
+FROM chain ORDER BY depth
 """
 
 
@@ -94,9 +100,13 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
         chain = cursor.fetchall()
     if not chain or (not operator and chain[0][2] != user.pk):
         raise NotFound(f"thread {channel!r} not found", field="channel")
-    parts = tuple(
-        ScopePart(thread_id=thread_id, max_seq=max_seq)
-        for depth, thread_id, _owner, isolated, max_seq in chain
-        if depth == 0 or not isolated
+    kept = [row for row in chain if row[0] == 0 or not row[3]]
+    parts = tuple(ScopePart(thread_id=thread_id, max_seq=max_seq) for _, thread_id, _, _, max_seq, _ in kept)
+    return SearchScope(
+        user=user,
+        operator=operator,
+        channel=channel,
+        thread_id=chain[0][1],
+        parts=parts,
+        visible_bytes=sum(int(row[5]) for row in kept),
     )
-    return SearchScope(user=user, operator=operator, channel=channel, thread_id=chain[0][1], parts=parts)
