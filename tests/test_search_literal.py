@@ -80,6 +80,22 @@ def test_it_finds_nothing_where_a_wildcard_or_regex_reading_would_find_something
 
 
 @pytest.mark.django_db
+def test_a_term_in_many_fields_is_counted_in_every_spelling_and_literally(owner, thread):
+    # Every spelling counts, and LIKE's wildcards and escape character stay
+    # literal. The decoy (what the term would match as a LIKE pattern) is the
+    # oldest, listed last: past the windows that fill the result, so nothing
+    # but the match statement decides whether it counts.
+    (decoy,) = append(thread, {"role": "tool", "content": "Load-100 and more Avg, Load_100xAvg"})
+    spellings = ["Load_100%\\Avg"] * 5 + ["LOAD_100%\\AVG", "load_100%\\avg", "lOAD_100%\\aVG"] * 3
+    padding = "w" * 600
+    stored = append(thread, *({"role": "tool", "content": f"{padding} {text} {padding}"} for text in spellings))
+    result = search_memory(user=owner, query="load_100%\\avg", channel=thread.channel)
+    assert result.literal_hits_total == len(spellings)
+    assert 0 < len(result.hits) < len(spellings)
+    assert {hit.message_id for hit in result.hits} <= {message.id for message in stored} - {decoy.id}
+
+
+@pytest.mark.django_db
 def test_a_window_never_splits_a_character(owner, thread):
     # Four-byte emoji and three-byte CJK all around the hit, so every byte
     # offset near the window's edges falls inside a multi-byte character.
