@@ -114,7 +114,7 @@ class LiteralPart:
     total: int = 0
     bounded: bool = False  # total is a lower bound (global scope, SEARCH_COUNT_LIMIT reached)
     coverage: str = "all"  # global scope: "recent" (newest messages only) or "none" (ran out of time)
-    matched_by: str = "index"  # which statement found the matches (threadmem.search.literal._match_rows)
+    matched_by: str = "none"  # which statement found the matches (literal._match_rows); none: no statement ran
 
     @property
     def stopped_early(self) -> bool:
@@ -214,7 +214,7 @@ def literal_part(
     candidate_count: int,
     bounded: bool = False,
     coverage: str = "all",
-    matched_by: str = "index",
+    matched_by: str = "none",
 ) -> LiteralPart:
     """List and count the hits (see the module docstring for the rule)."""
     budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage)
