@@ -92,16 +92,18 @@ def row_counts() -> dict[str, int]:
     }
 
 
-# The statements a thread search may match with: on PostgreSQL the trigram
-# indexes or a scan of the thread's rows, picked by the thread's size
-# (threadmem.search.literal._match_rows); SQLite has one.
-THREAD_MATCH_PATHS = ("index", "scan") if connection.vendor == "postgresql" else ("scan",)
+# The ways a thread search may match: on PostgreSQL a scan of the thread's
+# rows, or the trigram indexes, with the thread's spelling of a term tried
+# first when its newest content has it (threadmem.search.literal); SQLite
+# has one.
+THREAD_MATCH_PATHS = ("index", "spelled", "scan") if connection.vendor == "postgresql" else ("scan",)
 
 
 @pytest.fixture(params=THREAD_MATCH_PATHS)
 def thread_match(request, settings) -> str:
-    """Run the test once with each statement a thread search may match with."""
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0 if request.param == "index" else 10**12
+    """Run the test once with each way a thread search may match."""
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 10**12 if request.param == "scan" else 0
+    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 10**9 if request.param == "spelled" else 0
     return request.param
 
 

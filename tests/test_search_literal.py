@@ -86,7 +86,8 @@ def test_a_term_in_many_fields_is_counted_in_every_spelling_and_literally(owner,
     # oldest, listed last: past the windows that fill the result, so nothing
     # but the match statement decides whether it counts.
     (decoy,) = append(thread, {"role": "tool", "content": "Load-100 and more Avg, Load_100xAvg"})
-    spellings = ["Load_100%\\Avg"] * 5 + ["LOAD_100%\\AVG", "load_100%\\avg", "lOAD_100%\\aVG"] * 3
+    # The newest spelled one way (the index path may try that spelling first).
+    spellings = ["LOAD_100%\\AVG", "load_100%\\avg", "lOAD_100%\\aVG"] * 3 + ["Load_100%\\Avg"] * 5
     padding = "w" * 600
     stored = append(thread, *({"role": "tool", "content": f"{padding} {text} {padding}"} for text in spellings))
     result = search_memory(user=owner, query="load_100%\\avg", channel=thread.channel)

@@ -2,8 +2,9 @@
 
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
 row (1). The windows statement is skipped when nothing matches. A thread
-search on PostgreSQL matches with the trigram indexes or with a scan of the
-thread's rows, by the thread's size: one statement either way. A global
+search on PostgreSQL matches with a scan of the thread's rows or, in a
+larger thread, with the trigram indexes, after one more statement that
+reads the newest content for the terms' spelling. A global
 search on PostgreSQL runs the match statement under a time budget, sent with
 its settings (and, inside the test's transaction, a savepoint) as one query
 string; when the budget runs out the savepoint is rolled back (one more) and
@@ -34,27 +35,42 @@ def fill(thread, hits: int) -> None:
     services.messages_append(thread=thread, messages=services.messages_parse(batch), run_hooks=False)
 
 
+# (match path, THREADMEM_SEARCH_THREAD_SCAN_BYTES, THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES, queries)
+THREAD_PATHS = [
+    ("scan", 10**12, 0, 4),
+    ("index", 0, 0, 4),
+    # One more statement reads the thread's newest content for the terms' spelling.
+    ("spelled", 0, 10**9, 5),
+]
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("hits", [1, 5, 60])
-@pytest.mark.parametrize("scan_bytes", [0, 10**9], ids=["index", "scan"])
-def test_a_thread_search_makes_four_queries_whatever_the_hits(
-    owner, thread, hits, scan_bytes, django_assert_num_queries, settings
+@pytest.mark.parametrize(
+    ("path", "scan_bytes", "sample_bytes", "queries"), THREAD_PATHS, ids=[p[0] for p in THREAD_PATHS]
+)
+def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
+    owner, thread, hits, path, scan_bytes, sample_bytes, queries, django_assert_num_queries, settings
 ):
-    # On PostgreSQL the thread's size picks the match statement: the trigram
-    # indexes, or a scan of the thread's rows.
+    # On PostgreSQL the thread's size picks the way to match: a scan of the
+    # thread's rows, or the trigram indexes (with the newest content's
+    # spelling tried first when it has the term).
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = scan_bytes
+    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = sample_bytes
     fill(thread, hits)
-    with django_assert_num_queries(4):
+    expected = queries if connection.vendor == "postgresql" else 4
+    with django_assert_num_queries(expected):
         result = search_memory(user=owner, query="tally", channel=thread.channel)
     assert result.literal_hits_total == 2 * hits
     if connection.vendor == "postgresql":
-        assert result.matched_by == ("scan" if scan_bytes else "index")
+        assert result.matched_by == path
 
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
 def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(owner, thread, settings):
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 50_000
+    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 0
     (root,) = append(thread, {"role": "user", "content": "tally " + "z" * 30_000})
     fork = make_thread(owner, "fork", fork_from=root)
     append(fork, {"role": "user", "content": "tally " + "z" * 30_000})
@@ -63,6 +79,21 @@ def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(
     large = search_memory(user=owner, query="tally", channel=fork.channel)
     assert (small.matched_by, small.literal_hits_total) == ("scan", 1)
     assert (large.matched_by, large.literal_hits_total) == ("index", 2)
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
+def test_the_index_path_tries_the_spelling_of_the_threads_newest_content(owner, thread, settings):
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
+    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 4_000
+    append(thread, *({"role": "tool", "content": f"old {i}: Tally-Ho"} for i in range(3)))
+    append(thread, {"role": "tool", "content": "w" * 5_000})
+    # The newest 4,000 bytes are the filler: nothing to learn from.
+    before = search_memory(user=owner, query="tally-ho", channel=thread.channel)
+    append(thread, {"role": "user", "content": "and now TALLY-HO"})
+    after = search_memory(user=owner, query="tally-ho", channel=thread.channel)
+    assert (before.matched_by, before.literal_hits_total) == ("index", 3)
+    assert (after.matched_by, after.literal_hits_total) == ("spelled", 4)
 
 
 @pytest.mark.django_db

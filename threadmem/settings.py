@@ -244,6 +244,9 @@ THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS",
 # this many bytes of text is scanned; a larger one is searched through the
 # trigram indexes (0: always the indexes).
 THREADMEM_SEARCH_THREAD_SCAN_BYTES = env_int("THREADMEM_SEARCH_THREAD_SCAN_BYTES", 1_000_000, minimum=0)
+# A larger thread is searched through the indexes after reading this many
+# bytes of its newest content, to learn how it spells each term (0: do not).
+THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES", 65_536, minimum=0)
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.
