@@ -1,11 +1,14 @@
 """The literal part of search_memory: two SQL statements, whatever the number of hits.
 
+(Three in a thread too large to scan on PostgreSQL: ``spellings`` first.)
+
 1. ``_match_sql``: which (term, field) pairs match, newest first, as small rows
    (ids, metadata and a length bound; no text). One ``UNION ALL`` branch per
    term and field kind, so each branch is one indexable condition that is
    evaluated once per row. On PostgreSQL a small thread is scanned instead
-   of asking the index, and the global scope gives this a time budget and
-   falls back to the newest messages (``_match_rows``).
+   of asking the index, a larger one tries the spelling of its newest
+   content first, and the global scope gives this a time budget and falls
+   back to the newest messages (``_match_rows``).
 2. ``_window_sql_*``: for the few fields that can be listed, each term's first
    position and the window around it, cut by the database, in listing order
    until the listed entries fill the literal cap. Only ``WINDOW_CHARS + 1``
@@ -308,8 +311,9 @@ def spellings(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> dict[in
     ``Dialect.needle``'s ASCII-only lowering and ``strpos``: a third of the
     regex's cost on text that does not match.
     """
-    wanted = [(index, sql.needle(term), len(term)) for index, term in enumerate(terms)]
-    wanted = [(index, needle, length) for index, needle, length in wanted if needle is not None]
+    wanted = [
+        (index, needle, len(term)) for index, term in enumerate(terms) if (needle := sql.needle(term)) is not None
+    ]
     if not wanted or not spelling_sample_bytes():
         return {}
     searchable, searchable_params = searchable_sql("m")
@@ -686,6 +690,8 @@ def _windows(
 
 def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
     """Run the literal part for ``terms`` in ``scope``: two statements (one when nothing matches).
+
+    In a thread too large to scan on PostgreSQL, ``spellings`` runs first.
 
     In the global scope on PostgreSQL the first runs under a statement
     timeout (sent with its settings as one query string), and when the index
