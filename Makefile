@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector
+.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector pg-extension
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -38,9 +38,14 @@ run: $(VENV)/.installed-run
 pgvector:
 	bash scripts/install-pgvector.sh
 
+# threadmem's own search extension (pg/) for a PostgreSQL on this machine.
+pg-extension:
+	bash scripts/install-pg-extension.sh
+
 test: $(VENV)/.installed-dev
-	@# Tests on a local PostgreSQL need pgvector in it.
-	@case "$$DATABASE_URL" in postgres*://*@127.0.0.1*|postgres*://*@localhost*) bash scripts/install-pgvector.sh;; esac
+	@# Tests on a local PostgreSQL need pgvector and threadmem_search in it.
+	@case "$$DATABASE_URL" in postgres*://*@127.0.0.1*|postgres*://*@localhost*) \
+	  bash scripts/install-pgvector.sh && bash scripts/install-pg-extension.sh;; esac
 	@# The console's browser tests drive Debian's chromium (Playwright never downloads one).
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(VENV)/bin/ruff check .
@@ -55,6 +60,7 @@ bench-ingest: $(VENV)/.installed-dev
 	$(PY) bench/ingest.py
 
 bench-search: $(VENV)/.installed-dev
+	bash scripts/install-pg-extension.sh
 	$(PY) bench/search.py --semantic
 
 bench-console: $(VENV)/.installed-dev

@@ -94,16 +94,28 @@ def row_counts() -> dict[str, int]:
 
 # The ways a thread search may match: on PostgreSQL a scan of the thread's
 # rows, or the trigram indexes, with the thread's spelling of a term tried
-# first when its newest content has it (threadmem.search.literal); SQLite
-# has one.
-THREAD_MATCH_PATHS = ("index", "spelled", "scan") if connection.vendor == "postgresql" else ("scan",)
+# first when its newest content has it (threadmem.search.literal); with
+# threadmem's own extension (pg/, "fast-"), a scan or the indexes with its
+# functions and operator. SQLite has one.
+THREAD_MATCH_PATHS = (
+    ("index", "spelled", "scan", "fast-index", "fast-scan") if connection.vendor == "postgresql" else ("scan",)
+)
 
 
 @pytest.fixture(params=THREAD_MATCH_PATHS)
-def thread_match(request, settings) -> str:
+def thread_match(request, settings, django_db_setup, django_db_blocker) -> str:
     """Run the test once with each way a thread search may match."""
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 10**12 if request.param == "scan" else 0
-    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 10**9 if request.param == "spelled" else 0
+    fast = request.param.startswith("fast-")
+    path = request.param.removeprefix("fast-")
+    settings.THREADMEM_SEARCH_PG_EXTENSION = fast
+    if fast:
+        from threadmem.search.literal import has_search_extension
+
+        with django_db_blocker.unblock():
+            if not has_search_extension():
+                pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 10**12 if path == "scan" else 0
+    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 10**9 if path == "spelled" else 0
     return request.param
 
 

@@ -22,6 +22,7 @@ from threadmem import services
 from threadmem.models import ToolCall
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.literal import has_search_extension
 
 
 def fill(thread, hits: int) -> None:
@@ -35,35 +36,42 @@ def fill(thread, hits: int) -> None:
     services.messages_append(thread=thread, messages=services.messages_parse(batch), run_hooks=False)
 
 
-# (match path, THREADMEM_SEARCH_THREAD_SCAN_BYTES, THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES, queries)
+# (match path, THREADMEM_SEARCH_THREAD_SCAN_BYTES, THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES,
+#  THREADMEM_SEARCH_PG_EXTENSION, queries)
 THREAD_PATHS = [
-    ("scan", 10**12, 0, 4),
-    ("index", 0, 0, 4),
+    ("scan", 10**12, 0, False, 4),
+    ("index", 0, 0, False, 4),
     # One more statement reads the thread's newest content for the terms' spelling.
-    ("spelled", 0, 10**9, 5),
+    ("spelled", 0, 10**9, False, 5),
+    # threadmem_search's operator re-checks at reading speed: no spelling to learn.
+    ("fast-scan", 10**12, 10**9, True, 4),
+    ("fast-index", 0, 10**9, True, 4),
 ]
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("hits", [1, 5, 60])
 @pytest.mark.parametrize(
-    ("path", "scan_bytes", "sample_bytes", "queries"), THREAD_PATHS, ids=[p[0] for p in THREAD_PATHS]
+    ("path", "scan_bytes", "sample_bytes", "extension", "queries"), THREAD_PATHS, ids=[p[0] for p in THREAD_PATHS]
 )
 def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
-    owner, thread, hits, path, scan_bytes, sample_bytes, queries, django_assert_num_queries, settings
+    owner, thread, hits, path, scan_bytes, sample_bytes, extension, queries, django_assert_num_queries, settings
 ):
     # On PostgreSQL the thread's size picks the way to match: a scan of the
     # thread's rows, or the trigram indexes (with the newest content's
-    # spelling tried first when it has the term).
+    # spelling tried first when it has the term, without the extension).
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = scan_bytes
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = sample_bytes
+    settings.THREADMEM_SEARCH_PG_EXTENSION = extension
+    if extension and connection.vendor == "postgresql" and not has_search_extension():
+        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
     fill(thread, hits)
     expected = queries if connection.vendor == "postgresql" else 4
     with django_assert_num_queries(expected):
         result = search_memory(user=owner, query="tally", channel=thread.channel)
     assert result.literal_hits_total == 2 * hits
     if connection.vendor == "postgresql":
-        assert result.matched_by == path
+        assert result.matched_by == path.removeprefix("fast-")
 
 
 @pytest.mark.django_db
@@ -84,6 +92,7 @@ def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
 def test_the_index_path_tries_the_spelling_of_the_threads_newest_content(owner, thread, settings):
+    settings.THREADMEM_SEARCH_PG_EXTENSION = False
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 4_000
     append(thread, *({"role": "tool", "content": f"old {i}: Tally-Ho"} for i in range(3)))

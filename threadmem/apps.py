@@ -1,6 +1,14 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.db import connections
+from django.db.models.signals import post_migrate
+
+
+def forget_search_extension(**kwargs) -> None:
+    """Migrations may add or remove threadmem_search: search probes for it again."""
+    for connection in connections.all(initialized_only=True):
+        connection.threadmem_search_extension = None
 
 
 class ThreadmemConfig(AppConfig):
@@ -8,6 +16,7 @@ class ThreadmemConfig(AppConfig):
     verbose_name = "threadmem"
 
     def ready(self) -> None:
+        post_migrate.connect(forget_search_extension, dispatch_uid="threadmem.forget_search_extension")
         from threadmem import services
         from threadmem.compaction import service as compaction_service
         from threadmem.compaction import tasks  # noqa: F401  (registers the Celery task in workers)

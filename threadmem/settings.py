@@ -247,6 +247,9 @@ THREADMEM_SEARCH_THREAD_SCAN_BYTES = env_int("THREADMEM_SEARCH_THREAD_SCAN_BYTES
 # A larger thread is searched through the indexes after reading this many
 # bytes of its newest content, to learn how it spells each term (0: do not).
 THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES", 65_536, minimum=0)
+# PostgreSQL: match ASCII terms with threadmem's own extension (pg/) where the
+# database has it (migration 0007); off, or without it, with ~* and lower().
+THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.

@@ -1,6 +1,7 @@
 """The literal part of search_memory: two SQL statements, whatever the number of hits.
 
-(Three in a thread too large to scan on PostgreSQL: ``spellings`` first.)
+(Three in a thread too large to scan on PostgreSQL without threadmem_search:
+``spellings`` first.)
 
 1. ``_match_sql``: which (term, field) pairs match, newest first, as small rows
    (ids, metadata and a length bound; no text). One ``UNION ALL`` branch per
@@ -27,6 +28,13 @@ Matching is literal and case-insensitive on both backends:
   term (the same first match, a third to a half cheaper on large fields),
   else from ``regexp_instr`` with the same pattern and flag, so a row that
   matched has a position. Needs PostgreSQL 15 or newer.
+* PostgreSQL with threadmem's extension ``threadmem_search`` (pg/, migration
+  0007; ``PostgresDialect.fast``): for an ASCII term, its operator
+  ``col ~~~ '%<term>%'`` (the LIKE form pg_trgm reads trigrams from, served
+  by the same indexes), ``threadmem_icontains`` in scans and
+  ``threadmem_ipos``/``threadmem_iwindow`` for windows. They compare bytes,
+  folding ASCII letters, which is what ``~*`` does for an ASCII term, and
+  cost about what decompressing the field costs. Other terms keep ``~*``.
 * SQLite: a deterministic Python function ``threadmem_ifind(field, folded)``
   registered on the connection: SQLite's own ``LIKE``/``lower`` fold ASCII
   only, which would make non-ASCII queries case-sensitive.
@@ -92,12 +100,16 @@ def recent_budget_ms() -> int:
 
 class Dialect:
     vendor = ""
+    fast = False  # PostgreSQL with threadmem's extension (PostgresDialect)
 
     def pattern(self, term: str) -> str:
         raise NotImplementedError
 
-    def matches(self, column: str) -> str:
-        """A condition on ``column`` with one placeholder for ``pattern(term)``."""
+    def matches(self, column: str, term: str) -> tuple[str, Any]:
+        """``(condition, its one parameter)``: ``column`` contains ``term``, in any case.
+
+        The indexed form: on PostgreSQL the trigram indexes serve it.
+        """
         raise NotImplementedError
 
     def needle(self, term: str) -> str | None:
@@ -109,7 +121,7 @@ class Dialect:
 
         No index serves it; it only has to be the cheapest exact test.
         """
-        return self.matches(column), self.pattern(term)
+        return self.matches(column, term)
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
         """The 1-based position of the first match in ``column``, 0 when none.
@@ -117,6 +129,10 @@ class Dialect:
         ``pattern_column`` holds ``pattern(term)``, ``needle_column`` ``needle(term)``.
         """
         raise NotImplementedError
+
+    def window(self, body: str, position: str, needle_column: str) -> str:
+        """The characters of ``body`` from WINDOW_LEAD before ``position`` on, WINDOW_CHARS + 1 of them."""
+        return f"substr({body}, {self.greatest(f'{position} - {WINDOW_LEAD}', '1')}, {WINDOW_CHARS + 1})"
 
     def min_chars(self, column: str) -> str:
         raise NotImplementedError
@@ -133,13 +149,30 @@ class Dialect:
 
 
 class PostgresDialect(Dialect):
+    """``~*`` and ``strpos(lower(...))``, or with ``fast`` the functions of threadmem's extension.
+
+    ``fast``: the database has ``threadmem_search`` (pg/, migration 0007) and
+    its operator class serves the trigram indexes. An ASCII term is then
+    matched with its operator ``~~~`` (indexed) or ``threadmem_icontains``
+    (scans), found with ``threadmem_ipos`` and cut with ``threadmem_iwindow``:
+    each reads the field once with memchr and compares bytes, where ``~*``
+    and ``lower()`` convert every character first (bench/search.py: a scan
+    of the stress thread at the cost of decompressing it, 4-6x faster). A
+    term with other characters keeps ``~*``, whose case folding is Unicode's.
+    """
+
     vendor = "postgresql"
+
+    def __init__(self, *, fast: bool = False) -> None:
+        self.fast = fast
 
     def pattern(self, term: str) -> str:
         return f"***={term}"
 
-    def matches(self, column: str) -> str:
-        return f"{column} ~* %s"
+    def matches(self, column: str, term: str) -> tuple[str, Any]:
+        if self.fast and term.isascii():
+            return f"{column} ~~~ %s", like_contains(term)
+        return f"{column} ~* %s", self.pattern(term)
 
     def needle(self, term: str) -> str | None:
         # An ASCII term is found with strpos in the field lowered ASCII-only
@@ -155,15 +188,29 @@ class PostgresDialect(Dialect):
         needle = self.needle(term)
         if needle is None:
             return f"regexp_like({column}, %s, 'i')", self.pattern(term)
+        if self.fast:
+            return f"threadmem_icontains({column}, %s)", needle
         return f'strpos(lower({column} COLLATE "C"), %s) > 0', needle
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
         # ~* folds just the ASCII letters of an ASCII pattern, so both find the
         # same first match; where strpos finds none the regex decides.
         regex = f"regexp_instr({column}, {pattern_column}, 1, 1, 0, 'i')"
+        if self.fast:
+            return f"CASE WHEN {needle_column} IS NULL THEN {regex} ELSE threadmem_ipos({column}, {needle_column}) END"
         return (
             f"CASE WHEN {needle_column} IS NULL THEN {regex} "
             f'ELSE coalesce(nullif(strpos(lower({column} COLLATE "C"), {needle_column}), 0), {regex}) END'
+        )
+
+    def window(self, body: str, position: str, needle_column: str) -> str:
+        cut = super().window(body, position, needle_column)
+        if not self.fast:
+            return cut
+        # The same characters without substr's walk to the position, one character at a time.
+        return (
+            f"CASE WHEN {needle_column} IS NULL THEN {cut} "
+            f"ELSE threadmem_iwindow({body}, {needle_column}, {WINDOW_LEAD}, {WINDOW_CHARS + 1}) END"
         )
 
     def min_chars(self, column: str) -> str:
@@ -191,8 +238,8 @@ class SqliteDialect(Dialect):
     def pattern(self, term: str) -> str:
         return fold(term)
 
-    def matches(self, column: str) -> str:
-        return f"threadmem_ifind({column}, %s) > 0"
+    def matches(self, column: str, term: str) -> tuple[str, Any]:
+        return f"threadmem_ifind({column}, %s) > 0", self.pattern(term)
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
         return f"threadmem_ifind({column}, {pattern_column})"
@@ -214,9 +261,37 @@ class SqliteDialect(Dialect):
         connection.connection.create_function("threadmem_ifind", 2, ifind, deterministic=True)
 
 
+# Both trigram indexes are threadmem_search's operator class (migration 0007).
+_EXTENSION_SQL = (
+    "SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
+    "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
+    "AND o.opcname = 'threadmem_trgm_ops'"
+)
+
+
+def has_search_extension() -> bool:
+    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it).
+
+    Probed once per database connection, on the driver's own cursor like the
+    connection's other setup (not one of a search's statements), and again
+    after migrations (apps.py), which may add or remove the extension.
+    """
+    if not settings.THREADMEM_SEARCH_PG_EXTENSION:
+        return False
+    connection.ensure_connection()
+    raw = connection.connection
+    probed = getattr(connection, "threadmem_search_extension", None)
+    if probed is None or probed[0] is not raw:
+        with raw.cursor() as cursor:
+            cursor.execute(_EXTENSION_SQL)
+            probed = (raw, bool(cursor.fetchone()[0]))
+        connection.threadmem_search_extension = probed
+    return probed[1]
+
+
 def dialect() -> Dialect:
     if connection.vendor == "postgresql":
-        return PostgresDialect()
+        return PostgresDialect(fast=has_search_extension())
     if connection.vendor == "sqlite":
         return SqliteDialect()
     raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")
@@ -364,11 +439,9 @@ def _match_sql(
     branches = []
     params: list[Any] = []
     for index, term in enumerate(terms):
-        if scan:
-            content_match, pattern = sql.scan_matches("m.content", term)
-            argument_match, _ = sql.scan_matches("a.value", term)
-        else:
-            content_match, argument_match, pattern = sql.matches("m.content"), sql.matches("a.value"), sql.pattern(term)
+        match = sql.scan_matches if scan else sql.matches
+        content_match, pattern = match("m.content", term)
+        argument_match, _ = match("a.value", term)
         content_params = [pattern]
         if spelled and index in spelled:
             content_match = f"(m.content LIKE %s OR {content_match})"
@@ -409,7 +482,8 @@ def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) ->
     """
     searchable, searchable_params = searchable_sql("m")
     in_scope, scope_params = scope_sql(scope, sql, message="m")
-    pattern = sql.pattern(terms[0])
+    content_match, pattern = sql.matches("m.content", terms[0])
+    argument_match, _ = sql.matches("a.value", terms[0])
     limit = SEARCH_COUNT_LIMIT + 1
     statement = (
         "WITH r AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
@@ -420,12 +494,12 @@ def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) ->
         "ORDER BY m.id DESC LIMIT %s"
         ") n WHERE n.seen - octet_length(n.content) < %s) "
         f"SELECT * FROM (SELECT 0 AS term, {_CONTENT_COLUMNS.format(min_chars=sql.min_chars('m.content'))} "
-        f"FROM r m WHERE {sql.matches('m.content')} ORDER BY m.id DESC LIMIT %s) c0 "
+        f"FROM r m WHERE {content_match} ORDER BY m.id DESC LIMIT %s) c0 "
         "UNION ALL "
         # LATERAL: each recent message's own arguments by index, not a scan of every argument.
         f"SELECT * FROM (SELECT 0 AS term, {_ARGUMENT_COLUMNS.format(min_chars=sql.min_chars('a.value'))} "
         "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
-        f"WHERE {sql.matches('a.value')} ORDER BY a.message_id DESC, a.id LIMIT %s) a0 "
+        f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0 "
         "ORDER BY term, message_id DESC, arg_id"
     )
     params = [
@@ -542,7 +616,8 @@ def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple
             statement, params = _match_sql(scope, terms, sql, scan=True)
             matched_by = "scan"
         else:
-            spelled = spellings(scope, terms, sql)
+            # The extension's operator re-checks at the speed of reading: no spelling to learn.
+            spelled = {} if sql.fast else spellings(scope, terms, sql)
             statement, params = _match_sql(scope, terms, sql, spelled=spelled)
             matched_by = "spelled" if spelled else "index"
         with connection.cursor() as cursor:
@@ -612,7 +687,7 @@ def _window_sql_walk(
         f"p.hdr + 1 + char_length(left(x.piece, {width})) + CASE WHEN x.pos > {lead + 1} THEN 1 ELSE 0 END "
         f"+ CASE WHEN char_length(x.piece) > {width} THEN {tail} ELSE 0 END ELSE 0 END "
         "FROM w JOIN p ON p.ord = w.ord + 1 CROSS JOIN LATERAL ("
-        f"SELECT y.pos, substr(y.body, greatest(y.pos - {lead}, 1), {width + 1}) AS piece FROM ("
+        f"SELECT y.pos, {sql.window('y.body', 'y.pos', 'p.needle')} AS piece FROM ("
         f"SELECT b.body, {sql.position('b.body', 'p.pattern', 'p.needle')} AS pos FROM ("
         "SELECT (CASE WHEN p.arg_id = 0 "
         f"THEN (SELECT m.content FROM threadmem_message m WHERE m.id = p.message_id AND {searchable}) "
@@ -642,8 +717,7 @@ def _window_sql_all(
         "FROM p JOIN threadmem_toolargument a ON a.id = p.arg_id JOIN threadmem_message m ON m.id = a.message_id "
         f"WHERE p.arg_id <> 0 AND {searchable}"
         ") "
-        f"SELECT s.ord, s.pos, substr(s.body, {sql.greatest(f's.pos - {WINDOW_LEAD}', '1')}, {WINDOW_CHARS + 1}) "
-        "FROM s"
+        f"SELECT s.ord, s.pos, {sql.window('s.body', 's.pos', 'NULL')} FROM s"
     )
     return statement, [*params, *searchable_params, *searchable_params]
 

@@ -30,7 +30,7 @@ class SearchResult:
     total_is_lower_bound: bool = False  # global scope: counting stopped at SEARCH_COUNT_LIMIT, or early
     stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
     coverage: str = "all"  # "all", or in the global scope "recent" (newest messages only) or "none"
-    matched_by: str = "none"  # the literal part's match statement: "index", "scan", "recent" or "none"
+    matched_by: str = "none"  # the literal part's match statement: "index", "spelled", "scan", "recent" or "none"
 
 
 def _check_query(query: Any) -> str:
