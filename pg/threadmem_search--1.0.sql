@@ -9,17 +9,40 @@ AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION threadmem_iwindow(text, text, integer, integer) RETURNS text
 AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
+-- The operators: "the field contains the term of this LIKE pattern ('%<term>%',
+-- with \, % and _ escaped), in any ASCII case". The operand is the form
+-- pg_trgm's LIKE and ILIKE strategies read trigrams from, so the operator
+-- class below reuses pg_trgm's support functions as they are.
+--
+-- Two operators, one test: they differ only in what the planner is told a
+-- test costs. ~~~ is cheap to the planner, like PostgreSQL's own operators:
+-- right for the whole store, where the choice is between reading the newest
+-- rows until enough match and asking the trigram index. ~~~~ is expensive
+-- (it reads a whole field, up to ~60 KB): right for one large thread, which
+-- the planner takes for an average one (a few hundred rows, cheap to scan)
+-- and would read row by row instead of narrowing with the trigram index.
 CREATE FUNCTION threadmem_contains_pattern(text, text) RETURNS boolean
 AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION threadmem_contains_pattern_costly(text, text) RETURNS boolean
+AS 'MODULE_PATHNAME', 'threadmem_contains_pattern' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 10000;
 
 CREATE OPERATOR ~~~ (
     LEFTARG = text, RIGHTARG = text, FUNCTION = threadmem_contains_pattern,
     RESTRICT = iclikesel, JOIN = iclikejoinsel
 );
 
+CREATE OPERATOR ~~~~ (
+    LEFTARG = text, RIGHTARG = text, FUNCTION = threadmem_contains_pattern_costly,
+    RESTRICT = iclikesel, JOIN = iclikejoinsel
+);
+
+-- pg_trgm's gin_trgm_ops with the two operators in the places of LIKE and
+-- ILIKE (strategies 3 and 4, whose trigrams pg_trgm extracts the same way),
+-- and ~* for terms that are not ASCII.
 CREATE OPERATOR CLASS threadmem_trgm_ops FOR TYPE text USING gin AS
-    OPERATOR 3 pg_catalog.~~ (text, text),
-    OPERATOR 4 ~~~ (text, text),
+    OPERATOR 3 ~~~ (text, text),
+    OPERATOR 4 ~~~~ (text, text),
     OPERATOR 6 pg_catalog.~* (text, text),
     FUNCTION 1 btint4cmp (int4, int4),
     FUNCTION 2 gin_extract_value_trgm (text, internal),

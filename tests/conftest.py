@@ -116,6 +116,7 @@ def thread_match(request, settings, django_db_setup, django_db_blocker) -> str:
                 pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 10**12 if path == "scan" else 0
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 10**9 if path == "spelled" else 0
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # the index path's budget: minutes, it cannot run out
     return request.param
 
 

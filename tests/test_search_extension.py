@@ -16,7 +16,8 @@ import random
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from tests.conftest import append
+from tests.conftest import append, make_thread
+from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
 from threadmem.search.literal import has_search_extension, like_contains
@@ -76,11 +77,12 @@ def test_every_function_agrees_with_the_builtin_it_replaces():
     for field, term in cases(400):
         pattern = f"***={term}"
         row = one_row(
-            "SELECT %s ~* %s, %s ~~~ %s, threadmem_icontains(%s, %s), "
+            "SELECT %s ~* %s, %s ~~~ %s, %s ~~~~ %s, threadmem_icontains(%s, %s), "
             "regexp_instr(%s, %s, 1, 1, 0, 'i'), threadmem_ipos(%s, %s), "
             "substr(%s, greatest(regexp_instr(%s, %s, 1, 1, 0, 'i') - %s, 1), %s), threadmem_iwindow(%s, %s, %s, %s)",
             [
                 *(field, pattern),
+                *(field, like_contains(term)),
                 *(field, like_contains(term)),
                 *(field, term.lower()),
                 *(field, pattern),
@@ -89,8 +91,8 @@ def test_every_function_agrees_with_the_builtin_it_replaces():
                 *(field, term.lower(), WINDOW_LEAD, WINDOW_CHARS + 1),
             ],
         )
-        matches, operator, contains, position, ipos, window, iwindow = row
-        assert (operator, contains, ipos) == (matches, matches, position), (field, term)
+        matches, operator, costly, contains, position, ipos, window, iwindow = row
+        assert (operator, costly, contains, ipos) == (matches, matches, matches, position), (field, term)
         assert iwindow == (window if matches else None), (field, term)
         checked += matches
     assert checked > 100  # enough of the pairs match for the comparison to mean something
@@ -113,18 +115,42 @@ def test_a_window_keeps_whole_characters_around_a_hit_in_a_long_field():
     assert window == field[1000 - WINDOW_LEAD : 1000 - WINDOW_LEAD + WINDOW_CHARS + 1]
 
 
+@pytest.mark.parametrize("operator", ["~~~", "~~~~"])
 @pytest.mark.parametrize("pattern", ["abc", "%abc", "abc%", "%a%c%", "%a_c%", "%abc\\%"])
-def test_the_operator_refuses_a_pattern_that_is_not_a_contains_pattern(pattern):
+def test_the_operators_refuse_a_pattern_that_is_not_a_contains_pattern(operator, pattern):
     with pytest.raises(DatabaseError, match="threadmem_search: the pattern"), transaction.atomic():
-        one_row("SELECT 'abc' ~~~ %s", [pattern])
+        one_row(f"SELECT 'abc' {operator} %s", [pattern])
 
 
-def test_the_trigram_index_serves_the_operator():
+def plan(statement: str, params: list) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN {statement}", params)
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.parametrize("operator", ["~~~", "~~~~"])
+def test_the_trigram_index_serves_both_operators(operator):
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN SELECT id FROM threadmem_message WHERE content ~~~ %s", [like_contains("zebrafish")])
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "message_content_trgm" in plan
+    found = plan(f"SELECT id FROM threadmem_message WHERE content {operator} %s", [like_contains("zebrafish")])
+    assert "message_content_trgm" in found
+
+
+def test_in_one_thread_the_costly_operator_narrows_with_the_index_first(owner):
+    # The planner takes any thread for an average one, cheap to read row by
+    # row; ~~~~ tells it a test reads a whole field, so it asks the index.
+    threads = [make_thread(owner, f"bench-{n}") for n in range(40)]
+    Message.objects.bulk_create(
+        Message(thread=t, generation=1, seq=i, role="tool", content=f"row {i} of log {t.id}: " + "all quiet " * 20)
+        for t in threads
+        for i in range(1, 101)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE threadmem_message")
+    statement = "SELECT id FROM threadmem_message WHERE thread_id = %s AND content {} %s"
+    params = [threads[0].id, like_contains("zebrafish-4711")]
+    assert "message_content_trgm" in plan(statement.format("~~~~"), params)
+    assert "message_content_trgm" not in plan(statement.format("~~~"), params)
 
 
 def test_search_uses_the_extension_on_both_thread_paths_and_globally(owner, thread, settings):
@@ -135,6 +161,7 @@ def test_search_uses_the_extension_on_both_thread_paths_and_globally(owner, thre
         statements.append(sql)
         return execute(sql, params, many, context)
 
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # the thread's index budget: minutes
     results = []
     with connection.execute_wrapper(record):
         for scan_bytes in (10**12, 0):
@@ -142,7 +169,9 @@ def test_search_uses_the_extension_on_both_thread_paths_and_globally(owner, thre
             results.append(search_memory(user=owner, query="zebrafish-42", channel=thread.channel))
         results.append(search_memory(user=owner, query="zebrafish-42"))
     assert [(r.matched_by, r.literal_hits_total) for r in results] == [("scan", 1), ("index", 1), ("index", 1)]
-    matching = [sql for sql in statements if "AS term" in sql]
-    assert "threadmem_icontains(m.content" in matching[0]
-    assert all("m.content ~~~" in sql and "~*" not in sql for sql in matching[1:])
+    scan, thread_index, global_index = [sql for sql in statements if "AS term" in sql]
+    assert "threadmem_icontains(m.content" in scan
+    assert "m.content ~~~~ " in thread_index and "a.value ~~~~ " in thread_index
+    assert "m.content ~~~ " in global_index and "a.value ~~~ " in global_index
+    assert "~*" not in thread_index + global_index
     assert all("threadmem_iwindow" in sql for sql in statements if "WITH RECURSIVE p(" in sql)

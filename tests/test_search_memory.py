@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -280,9 +281,13 @@ def test_it_stops_counting_a_common_term_at_the_bound_in_the_global_scope(owner,
 def broad_store(thread):
     """Every message has the trigrams of "zircon-5" (zircon ... 5), so the index narrows
     nothing; only the oldest and the newest hold the term itself, and the oldest lies
-    beyond the newest GLOBAL_RECENT_BYTES of content."""
-    count = GLOBAL_RECENT_BYTES // 3000 + 10
-    filler = [{"role": "tool", "content": "zircon and 5 " + "w" * 3000} for _ in range(count)]
+    beyond the newest GLOBAL_RECENT_BYTES of content, three times as much text away.
+
+    Finding the oldest means testing all of it: milliseconds, past a 1 ms budget,
+    for ~* and threadmem_search alike (the "z" filler puts the term's first letter
+    at every byte, the slowest text for both)."""
+    count = 3 * GLOBAL_RECENT_BYTES // 3000 + 10
+    filler = [{"role": "tool", "content": "zircon and 5 " + "z" * 3000} for _ in range(count)]
     filler[0]["content"] += " zircon-5 oldest"
     filler[-1]["content"] += " zircon-5 newest"
     for start in range(0, len(filler), 1000):
@@ -317,12 +322,22 @@ def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_mes
     assert search_memory(user=owner, query="zircon-5", channel=thread.channel).literal_hits_total == 2
 
 
-@pytest.mark.django_db
+@pytest.mark.django_db(transaction=True)
 @postgres_only
 def test_a_global_search_that_runs_out_of_time_says_so_instead_of_running_on(owner, broad_store, settings):
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 1
-    result = search_memory(user=owner, query="zircon-5")
+    # Another session holds the messages table: both attempts wait until their budgets run out.
+    database = connection.settings_dict
+    with psycopg.connect(
+        dbname=database["NAME"],
+        host=database["HOST"],
+        port=database["PORT"] or None,
+        user=database["USER"],
+        password=database["PASSWORD"] or None,
+    ) as other:
+        other.execute("LOCK TABLE threadmem_message IN ACCESS EXCLUSIVE MODE")
+        result = search_memory(user=owner, query="zircon-5")
     assert (result.coverage, result.hits, result.literal_hits_total) == ("none", [], 0)
     assert literal_part_of(result.text) == (
         "The global search could not finish in time: the query's words are too common for the index to narrow, "

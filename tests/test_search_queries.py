@@ -3,8 +3,9 @@
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
 row (1). The windows statement is skipped when nothing matches. A thread
 search on PostgreSQL matches with a scan of the thread's rows or, in a
-larger thread, with the trigram indexes, after one more statement that
-reads the newest content for the terms' spelling. A global
+larger thread, with the trigram indexes: without threadmem_search after one
+more statement that reads the newest content for the terms' spelling, with
+it under a time budget (the scan follows when it runs out). A global
 search on PostgreSQL runs the match statement under a time budget, sent with
 its settings (and, inside the test's transaction, a savepoint) as one query
 string; when the budget runs out the savepoint is rolled back (one more) and
@@ -63,6 +64,7 @@ def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = scan_bytes
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = sample_bytes
     settings.THREADMEM_SEARCH_PG_EXTENSION = extension
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # an index budget of minutes: it cannot run out
     if extension and connection.vendor == "postgresql" and not has_search_extension():
         pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
     fill(thread, hits)
@@ -78,6 +80,7 @@ def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
 def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(owner, thread, settings):
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 50_000
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # with threadmem_search: an index budget that cannot run out
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 0
     (root,) = append(thread, {"role": "user", "content": "tally " + "z" * 30_000})
     fork = make_thread(owner, "fork", fork_from=root)
@@ -152,6 +155,25 @@ def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
         result = search_memory(user=owner, query="tally")
     assert result.coverage == "recent"
     assert result.hits
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
+@pytest.mark.parametrize("hits", [40, 200])
+def test_a_large_thread_past_its_index_budget_is_scanned_in_a_fixed_number_of_queries(
+    owner, thread, hits, django_assert_num_queries, settings
+):
+    # With threadmem_search the index path of a large thread has the time a
+    # scan would take (here: 1 ms, less than planning four terms takes).
+    if not has_search_extension():
+        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 10**12
+    fill(thread, hits)
+    # scope, the timed-out attempt, rollback and release of its savepoint, the scan, windows, log row.
+    with django_assert_num_queries(6):
+        result = search_memory(user=owner, query="tally many words here", channel=thread.channel)
+    assert (result.matched_by, result.literal_hits_total) == ("scan", 2 * hits)
 
 
 @pytest.mark.django_db

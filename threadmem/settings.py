@@ -250,6 +250,9 @@ THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMP
 # PostgreSQL: match ASCII terms with threadmem's own extension (pg/) where the
 # database has it (migration 0007); off, or without it, with ~* and lower().
 THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
+# With it, a larger thread's index path has the time a scan of the thread
+# would take at this many bytes a millisecond, then the thread is scanned.
+THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 500_000, minimum=1)
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.

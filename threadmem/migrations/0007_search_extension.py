@@ -3,10 +3,11 @@
 ``threadmem_search`` (pg/, installed by scripts/install-pg-extension.sh)
 matches an ASCII term case-insensitively at the speed of reading the field,
 where ``~*`` and ``lower()`` pay several nanoseconds a byte. Its operator
-class ``threadmem_trgm_ops`` is pg_trgm's trigram index with one more
-operator, ``~~~``, so the index that narrows a search to a few rows also
-serves the fast test that re-checks them. The trigram indexes of 0002 are
-rebuilt with it; they keep serving ``~~`` and ``~*`` (non-ASCII terms).
+class ``threadmem_trgm_ops`` is pg_trgm's trigram index with its operators
+``~~~`` and ``~~~~`` in the places of LIKE and ILIKE, so the index that
+narrows a search to a few rows also serves the fast test that re-checks
+them. The trigram indexes of 0002 are rebuilt with it; they keep serving
+``~*`` (terms that are not ASCII).
 
 A server without the extension keeps 0002's indexes and search keeps its
 ``~*`` statements (threadmem.search.literal checks which index it has).

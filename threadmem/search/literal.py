@@ -31,7 +31,9 @@ Matching is literal and case-insensitive on both backends:
 * PostgreSQL with threadmem's extension ``threadmem_search`` (pg/, migration
   0007; ``PostgresDialect.fast``): for an ASCII term, its operator
   ``col ~~~ '%<term>%'`` (the LIKE form pg_trgm reads trigrams from, served
-  by the same indexes), ``threadmem_icontains`` in scans and
+  by the same indexes; ``~~~~``, the same test at a cost that makes the
+  planner narrow with the index first, in one large thread),
+  ``threadmem_icontains`` in scans and
   ``threadmem_ipos``/``threadmem_iwindow`` for windows. They compare bytes,
   folding ASCII letters, which is what ``~*`` does for an ASCII term, and
   cost about what decompressing the field costs. Other terms keep ``~*``.
@@ -90,6 +92,15 @@ def thread_scan_bytes() -> int:
     return settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
 
 
+def thread_index_budget_ms(visible_bytes: int) -> int:
+    """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
+
+    THREADMEM_SEARCH_SCAN_BYTES_PER_MS is how fast a scan reads (bench/search.py:
+    the stress thread's 7.3 MB in ~10 ms). At least 1 ms: 0 would be no limit.
+    """
+    return max(1, visible_bytes // settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS)
+
+
 def spelling_sample_bytes() -> int:
     return settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES
 
@@ -105,10 +116,12 @@ class Dialect:
     def pattern(self, term: str) -> str:
         raise NotImplementedError
 
-    def matches(self, column: str, term: str) -> tuple[str, Any]:
+    def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
         """``(condition, its one parameter)``: ``column`` contains ``term``, in any case.
 
         The indexed form: on PostgreSQL the trigram indexes serve it.
+        ``narrow``: the rows are one large thread's, which the index should
+        narrow before any field is read.
         """
         raise NotImplementedError
 
@@ -169,9 +182,12 @@ class PostgresDialect(Dialect):
     def pattern(self, term: str) -> str:
         return f"***={term}"
 
-    def matches(self, column: str, term: str) -> tuple[str, Any]:
+    def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
         if self.fast and term.isascii():
-            return f"{column} ~~~ %s", like_contains(term)
+            # ~~~~ is ~~~ with a test the planner is told is costly: it then
+            # narrows a large thread with the trigram index instead of taking
+            # the thread for an average one and reading it (pg/*.sql).
+            return f"{column} {'~~~~' if narrow else '~~~'} %s", like_contains(term)
         return f"{column} ~* %s", self.pattern(term)
 
     def needle(self, term: str) -> str | None:
@@ -238,7 +254,7 @@ class SqliteDialect(Dialect):
     def pattern(self, term: str) -> str:
         return fold(term)
 
-    def matches(self, column: str, term: str) -> tuple[str, Any]:
+    def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
         return f"threadmem_ifind({column}, %s) > 0", self.pattern(term)
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
@@ -439,9 +455,12 @@ def _match_sql(
     branches = []
     params: list[Any] = []
     for index, term in enumerate(terms):
-        match = sql.scan_matches if scan else sql.matches
-        content_match, pattern = match("m.content", term)
-        argument_match, _ = match("a.value", term)
+        if scan:
+            content_match, pattern = sql.scan_matches("m.content", term)
+            argument_match, _ = sql.scan_matches("a.value", term)
+        else:
+            content_match, pattern = sql.matches("m.content", term, narrow=not scope.is_global)
+            argument_match, _ = sql.matches("a.value", term, narrow=not scope.is_global)
         content_params = [pattern]
         if spelled and index in spelled:
             content_match = f"(m.content LIKE %s OR {content_match})"
@@ -598,12 +617,17 @@ def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple
 
     Thread scope on PostgreSQL: a scope of at most ``thread_scan_bytes()`` of
     text (``SearchScope.visible_bytes``) is scanned (``scan_matches``), a
-    larger one goes through the trigram indexes, after one more statement
-    that learns how the thread spells the terms; either way to the end, since
+    larger one goes through the trigram indexes; either way to the end, since
     a thread's count is exact. For a small thread the index path costs more
     than reading it: planning compiles the pattern into a trigram graph, and a
     word common across the store makes the index read long posting lists
-    (bench/search.py prints both paths on threads of 0.2-0.5 MB).
+    (bench/search.py prints both paths on threads of 0.2-0.5 MB). With
+    threadmem_search the index path has about the time a scan of the thread
+    would take (``thread_index_budget_ms``), then the thread is scanned: a
+    term whose trigrams are all common across the store (``error``, a host
+    name of common parts) costs the index tens of milliseconds whatever the
+    thread. Without it, one more statement first learns how the thread
+    spells the terms (``spellings``) and the index path runs to the end.
 
     Global scope on PostgreSQL: the index path has ``index_budget_ms()``;
     past that the whole query is searched in the newest messages within
@@ -612,14 +636,20 @@ def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple
     budgets, whatever the terms.
     """
     if sql.vendor == "postgresql" and not scope.is_global:
-        if scope.visible_bytes <= thread_scan_bytes():
-            statement, params = _match_sql(scope, terms, sql, scan=True)
-            matched_by = "scan"
-        else:
-            # The extension's operator re-checks at the speed of reading: no spelling to learn.
-            spelled = {} if sql.fast else spellings(scope, terms, sql)
+        large = scope.visible_bytes > thread_scan_bytes()
+        if large and sql.fast:
+            statement, params = _match_sql(scope, terms, sql)
+            rows = _within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes))
+            if rows is not None:
+                return rows, "all", "index"
+            large = False  # the index could not narrow the terms in time: read the thread
+        if large:
+            spelled = spellings(scope, terms, sql)
             statement, params = _match_sql(scope, terms, sql, spelled=spelled)
             matched_by = "spelled" if spelled else "index"
+        else:
+            statement, params = _match_sql(scope, terms, sql, scan=True)
+            matched_by = "scan"
         with connection.cursor() as cursor:
             cursor.execute(statement, params)
             return cursor.fetchall(), "all", matched_by
