@@ -398,6 +398,7 @@ def ordinary_threads(runs: int) -> None:
         )
         ordered = [thread_id for (thread_id,) in cursor.fetchall()]
     threshold = settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
+    scan_rate = settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS
     print(f"thread scope, ordinary threads (scanned up to THREADMEM_SEARCH_THREAD_SCAN_BYTES = {threshold:,})")
     words = tail_words()
     for percentile_label, fraction in (("median", 0.5), ("p90", 0.9), ("p99", 0.99)):
@@ -408,7 +409,9 @@ def ordinary_threads(runs: int) -> None:
             figures = []
             for forced in (None, 0):
                 if forced is not None:
+                    # The index path, to the end (no budget to fall back to a scan).
                     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = forced
+                    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1
                 found = []
 
                 def search(term=term, thread=thread, found=found):
@@ -416,6 +419,7 @@ def ordinary_threads(runs: int) -> None:
 
                 samples = timed(search, runs)
                 settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = threshold
+                settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = scan_rate
                 figures.append(f"{found[-1].matched_by} p50 {statistics.median(samples):6.1f} ms")
             hits = found[-1].literal_hits_total
             print(f"  {label:<14} ({hits} hits)  default: {figures[0]};  forced: {figures[1]}", flush=True)
@@ -479,12 +483,18 @@ def measure(runs: int) -> None:
             f" {label}: {term!r} -> {result.literal_hits_total} hits, {result.literal_hits_shown} shown, "
             f"{len(result.text):,} characters; matched by: {result.matched_by}"
         )
-        whole = timed(lambda term=term: search_memory(user=owner, query=term, channel=STRESS_CHANNEL), runs)
+        answered: list[str] = []
+
+        def search(term=term, answered=answered):
+            answered.append(search_memory(user=owner, query=term, channel=STRESS_CHANNEL).matched_by)
+
+        whole = timed(search, runs)
         sql = timed(lambda term=term: literal_search(scope=stress_scope, terms=[term]), runs)
         fetch = timed(lambda term=term: fetch_and_scan(term), max(5, runs // 3))
         scan = timed(lambda term=term: scan_in_memory(term), runs)
         floor = timed(lambda term=term: scan_folded(term), runs)
-        row("search_memory", whole)
+        counts = {how: answered[1:].count(how) for how in dict.fromkeys(answered[1:])}
+        row("search_memory", whole, "  (answered by: " + ", ".join(f"{how} {n}" for how, n in counts.items()) + ")")
         row("literal SQL", sql)
         row("baseline: fetch rows into Python and scan", fetch)
         row("in-memory scan (re.IGNORECASE)", scan)

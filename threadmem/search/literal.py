@@ -238,7 +238,10 @@ class PostgresDialect(Dialect):
         return f"greatest({left}, {right})"
 
     def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        return f"{column} = ANY(CAST(%s AS bigint[]))", [list(ids)]
+        # One array literal: the driver quotes a string at once, where it would
+        # adapt a list element by element (an operator's global scope leaves
+        # out every isolated thread by id).
+        return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
 
 
 def ifind(field: str | None, folded_term: str | None) -> int:
