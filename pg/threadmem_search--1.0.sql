@@ -10,7 +10,8 @@ CREATE FUNCTION threadmem_iwindow(text, text, integer, integer) RETURNS text
 AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- The operators: "the field contains the term of this LIKE pattern ('%<term>%',
--- with \, % and _ escaped), in any ASCII case". The operand is the form
+-- with \, % and _ escaped; an unescaped % inside stands for nothing and only
+-- marks where a word may end), in any ASCII case". The operand is the form
 -- pg_trgm's LIKE and ILIKE strategies read trigrams from, so the operator
 -- class below reuses pg_trgm's support functions as they are.
 --

@@ -134,10 +134,14 @@ threadmem_iwindow(PG_FUNCTION_ARGS)
 }
 
 /*
- * The operator's right operand is a LIKE pattern '%<term>%' with \, % and _
- * escaped by a backslash: the form pg_trgm's ILIKE strategy reads to pick
- * trigrams from the index. Its term, unescaped and lowered, is cached for
- * the statement in fn_extra.
+ * The operators' right operand is a LIKE pattern: the form pg_trgm's LIKE and
+ * ILIKE strategies read trigrams from. It starts and ends with %, and holds
+ * the term with \, % and _ escaped by a backslash; an unescaped % inside
+ * stands for nothing. It only tells pg_trgm where a word may end: around the
+ * term's separators, '%ticket%-%4711%' asks the index for the trigrams of
+ * "ticket" and "4711" without the ones that mark a word's first or last
+ * letters ("  t", "11 "), which nearly every message has. The term, its
+ * escapes and markers removed, is cached for the statement in fn_extra.
  */
 typedef struct ContainsPattern
 {
@@ -169,9 +173,11 @@ contains_pattern(FunctionCallInfo fcinfo, text *pattern)
 	{
 		char		c = p[i];
 
+		if (c == '%')
+			continue;
 		if (c == '\\' && i + 1 < size - 1)
 			c = p[++i];
-		else if (c == '\\' || c == '%' || c == '_')
+		else if (c == '\\' || c == '_')
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("threadmem_search: the pattern's term has an unescaped \"%c\"", c)));

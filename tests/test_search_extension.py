@@ -20,7 +20,7 @@ from tests.conftest import append, make_thread
 from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.literal import has_search_extension, like_contains
+from threadmem.search.literal import has_search_extension, like_contains, trigram_pattern
 
 pytestmark = [
     pytest.mark.django_db,
@@ -77,13 +77,14 @@ def test_every_function_agrees_with_the_builtin_it_replaces():
     for field, term in cases(400):
         pattern = f"***={term}"
         row = one_row(
-            "SELECT %s ~* %s, %s ~~~ %s, %s ~~~~ %s, threadmem_icontains(%s, %s), "
+            "SELECT %s ~* %s, %s ~~~ %s, %s ~~~~ %s, %s ~~~ %s, threadmem_icontains(%s, %s), "
             "regexp_instr(%s, %s, 1, 1, 0, 'i'), threadmem_ipos(%s, %s), "
             "substr(%s, greatest(regexp_instr(%s, %s, 1, 1, 0, 'i') - %s, 1), %s), threadmem_iwindow(%s, %s, %s, %s)",
             [
                 *(field, pattern),
                 *(field, like_contains(term)),
-                *(field, like_contains(term)),
+                *(field, trigram_pattern(term)),
+                *(field, trigram_pattern(term)),
                 *(field, term.lower()),
                 *(field, pattern),
                 *(field, term.lower()),
@@ -91,8 +92,8 @@ def test_every_function_agrees_with_the_builtin_it_replaces():
                 *(field, term.lower(), WINDOW_LEAD, WINDOW_CHARS + 1),
             ],
         )
-        matches, operator, costly, contains, position, ipos, window, iwindow = row
-        assert (operator, costly, contains, ipos) == (matches, matches, matches, position), (field, term)
+        matches, plain, operator, costly, contains, position, ipos, window, iwindow = row
+        assert (plain, operator, costly, contains, ipos) == (matches,) * 4 + (position,), (field, term)
         assert iwindow == (window if matches else None), (field, term)
         checked += matches
     assert checked > 100  # enough of the pairs match for the comparison to mean something
@@ -116,10 +117,18 @@ def test_a_window_keeps_whole_characters_around_a_hit_in_a_long_field():
 
 
 @pytest.mark.parametrize("operator", ["~~~", "~~~~"])
-@pytest.mark.parametrize("pattern", ["abc", "%abc", "abc%", "%a%c%", "%a_c%", "%abc\\%"])
+@pytest.mark.parametrize("pattern", ["abc", "%abc", "abc%", "%a_c%", "%abc\\%"])
 def test_the_operators_refuse_a_pattern_that_is_not_a_contains_pattern(operator, pattern):
     with pytest.raises(DatabaseError, match="threadmem_search: the pattern"), transaction.atomic():
         one_row(f"SELECT 'abc' {operator} %s", [pattern])
+
+
+def test_a_percent_sign_inside_the_pattern_stands_for_nothing():
+    assert trigram_pattern("web-7:/srv") == "%web%-%7%:%%/%srv%"
+    assert one_row("SELECT 'a WEB-7:/srv b' ~~~ %s, 'web-7 /srv' ~~~ %s", [trigram_pattern("web-7:/srv")] * 2) == (
+        True,
+        False,
+    )
 
 
 def plan(statement: str, params: list) -> str:
