@@ -251,8 +251,9 @@ THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMP
 # database has it (migration 0007); off, or without it, with ~* and lower().
 THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
 # With it, a larger thread's index path has the time a scan of the thread
-# would take at this many bytes a millisecond, then the thread is scanned.
-THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 500_000, minimum=1)
+# would take at this many bytes a millisecond, then the thread is scanned
+# (bench/search.py: a scan reads ~750,000; the default leaves the index room).
+THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 400_000, minimum=1)
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.
