@@ -8,8 +8,7 @@
  * threadmem searches for literal terms, mostly ASCII, in fields of up to
  * ~60,000 characters; these functions do that one job at memchr speed.
  *
- * The needle is an ASCII term already lowered (the caller's
- * Dialect.needle); ASCII letters of the field match either case, every
+ * The needle is an ASCII term; ASCII letters match in either case, every
  * other byte matches itself, exactly as ~* '***=<term>' matches an ASCII
  * term. Positions count characters (UTF-8), 1-based, like strpos.
  */
@@ -28,13 +27,27 @@ fold(unsigned char c)
 	return (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
 }
 
-/* The first occurrence of needle (lowered ASCII) in hay, any ASCII case; NULL when none. */
+/* The next occurrence of byte c in [p, last], or NULL. */
+static inline const char *
+next_byte(const char *p, const char *last, unsigned char c)
+{
+	return p <= last ? memchr(p, c, last - p + 1) : NULL;
+}
+
+/*
+ * The first occurrence of needle in hay, any ASCII case; NULL when none.
+ * Candidates are the occurrences of the needle's first letter in either
+ * case, each found by memchr; the next of each case is kept until passed,
+ * so every byte is scanned once per case.
+ */
 static const char *
 ifind(const char *hay, size_t hay_len, const char *needle, size_t needle_len)
 {
-	const char *p = hay;
 	const char *last;
-	unsigned char lower, upper;
+	const char *next_lower;
+	const char *next_upper;
+	unsigned char lower,
+				upper;
 
 	if (needle_len == 0)
 		return hay;
@@ -43,14 +56,19 @@ ifind(const char *hay, size_t hay_len, const char *needle, size_t needle_len)
 	last = hay + hay_len - needle_len;
 	lower = fold((unsigned char) needle[0]);
 	upper = (lower >= 'a' && lower <= 'z') ? lower - ('a' - 'A') : lower;
-	while (p <= last)
+	next_lower = next_byte(hay, last, lower);
+	next_upper = lower == upper ? NULL : next_byte(hay, last, upper);
+	for (;;)
 	{
-		size_t		span = last - p + 1;
-		const char *a = memchr(p, lower, span);
-		const char *b = lower == upper ? NULL : memchr(p, upper, a ? (size_t) (a - p) : span);
-		const char *at = b ? b : a;
+		const char *at;
 		size_t		i;
 
+		if (next_lower == NULL)
+			at = next_upper;
+		else if (next_upper == NULL)
+			at = next_lower;
+		else
+			at = next_lower < next_upper ? next_lower : next_upper;
 		if (at == NULL)
 			return NULL;
 		for (i = 1; i < needle_len; i++)
@@ -58,9 +76,11 @@ ifind(const char *hay, size_t hay_len, const char *needle, size_t needle_len)
 				break;
 		if (i == needle_len)
 			return at;
-		p = at + 1;
+		if (at == next_lower)
+			next_lower = next_byte(at + 1, last, lower);
+		else
+			next_upper = next_byte(at + 1, last, upper);
 	}
-	return NULL;
 }
 
 /* Characters in the first len bytes of UTF-8 text: the bytes that start one. */
