@@ -253,11 +253,12 @@ def test_ten_concurrent_requests_on_two_workers_make_exactly_one_new_generation(
     with ThreadPoolExecutor(max_workers=10) as pool:
         answers = list(pool.map(request, range(10)))
     compaction = compaction_of(thread)
-    # The same task delivered again and again: both workers get copies.
+    # Once the requested task holds the claim (its model call is held open),
+    # the same task is delivered again and again: both workers get copies.
+    fake.wait_for_requests(1, path_suffix="/chat/completions")
     duplicates = [f"duplicate-{index}-{uuid.uuid4().hex[:8]}" for index in range(4)]
     for task_id in duplicates:
         compaction_run_task.apply_async(args=[compaction.id], task_id=task_id)
-    fake.wait_for_requests(1, path_suffix="/chat/completions")
     time.sleep(1.5)  # let the duplicates reach the workers while the model call is held
     gate.set()
     wait_until(lambda: compaction_of(thread).status == "succeeded", workers, what="the compaction")
