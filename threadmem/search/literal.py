@@ -1,7 +1,7 @@
 """The literal part of search_memory: two SQL statements, whatever the number of hits.
 
-(Three in a thread too large to scan on PostgreSQL without threadmem_search:
-``spellings`` first.)
+(Three in a thread too large to scan on PostgreSQL: without threadmem_search
+``spellings`` first; with it, a scan after an index path that ran out of time.)
 
 1. ``_match_sql``: which (term, field) pairs match, newest first, as small rows
    (ids, metadata and a length bound; no text). One ``UNION ALL`` branch per
@@ -811,7 +811,9 @@ def _windows(
 def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
     """Run the literal part for ``terms`` in ``scope``: two statements (one when nothing matches).
 
-    In a thread too large to scan on PostgreSQL, ``spellings`` runs first.
+    In a thread too large to scan on PostgreSQL, ``spellings`` runs first
+    (without threadmem_search), or the scan follows an index path that ran
+    out of time (with it).
 
     In the global scope on PostgreSQL the first runs under a statement
     timeout (sent with its settings as one query string), and when the index
