@@ -102,6 +102,14 @@ THREAD_MATCH_PATHS = (
 )
 
 
+def skip_without_search_extension() -> None:
+    """Skip a test of threadmem_search's paths where the test database lacks the extension."""
+    from threadmem.search.literal import has_search_extension
+
+    if not has_search_extension():
+        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+
+
 @pytest.fixture(params=THREAD_MATCH_PATHS)
 def thread_match(request, settings, django_db_setup, django_db_blocker) -> str:
     """Run the test once with each way a thread search may match."""
@@ -109,11 +117,8 @@ def thread_match(request, settings, django_db_setup, django_db_blocker) -> str:
     path = request.param.removeprefix("fast-")
     settings.THREADMEM_SEARCH_PG_EXTENSION = fast
     if fast:
-        from threadmem.search.literal import has_search_extension
-
         with django_db_blocker.unblock():
-            if not has_search_extension():
-                pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+            skip_without_search_extension()
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 10**12 if path == "scan" else 0
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 10**9 if path == "spelled" else 0
     settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # the index path's budget: minutes, it cannot run out

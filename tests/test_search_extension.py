@@ -16,11 +16,11 @@ import random
 import pytest
 from django.db import DatabaseError, connection, transaction
 
-from tests.conftest import append, make_thread
+from tests.conftest import append, make_thread, skip_without_search_extension
 from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.literal import has_search_extension, like_contains, trigram_pattern
+from threadmem.search.literal import like_contains, trigram_pattern
 
 pytestmark = [
     pytest.mark.django_db,
@@ -30,8 +30,7 @@ pytestmark = [
 
 @pytest.fixture(autouse=True)
 def extension(db):
-    if not has_search_extension():
-        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+    skip_without_search_extension()
 
 
 ALPHABET = "aAbBzZ09-_%\\.*+?()[]{}|^$/ é€中\U0001f600\n\t"

@@ -18,12 +18,11 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from tests.conftest import append, make_thread
+from tests.conftest import append, make_thread, skip_without_search_extension
 from threadmem import services
 from threadmem.models import ToolCall
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import has_search_extension
 
 
 def fill(thread, hits: int) -> None:
@@ -65,8 +64,8 @@ def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
     settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = sample_bytes
     settings.THREADMEM_SEARCH_PG_EXTENSION = extension
     settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # an index budget of minutes: it cannot run out
-    if extension and connection.vendor == "postgresql" and not has_search_extension():
-        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+    if extension and connection.vendor == "postgresql":
+        skip_without_search_extension()
     fill(thread, hits)
     expected = queries if connection.vendor == "postgresql" else 4
     with django_assert_num_queries(expected):
@@ -165,8 +164,7 @@ def test_a_large_thread_past_its_index_budget_is_scanned_in_a_fixed_number_of_qu
 ):
     # With threadmem_search the index path of a large thread has the time a
     # scan would take (here: 1 ms, less than planning four terms takes).
-    if not has_search_extension():
-        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+    skip_without_search_extension()
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
     settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 10**12
     fill(thread, hits)

@@ -244,11 +244,14 @@ THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS",
 # this many bytes of text is scanned; a larger one is searched through the
 # trigram indexes (0: always the indexes).
 THREADMEM_SEARCH_THREAD_SCAN_BYTES = env_int("THREADMEM_SEARCH_THREAD_SCAN_BYTES", 1_000_000, minimum=0)
-# A larger thread is searched through the indexes after reading this many
-# bytes of its newest content, to learn how it spells each term (0: do not).
+# Without threadmem_search, a larger thread is searched through the indexes
+# after reading this many bytes of its newest content, to learn how it spells
+# each term (0: do not).
 THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES", 65_536, minimum=0)
 # PostgreSQL: match ASCII terms with threadmem's own extension (pg/) where the
 # database has it (migration 0007); off, or without it, with ~* and lower().
+# Off on a database that has it is for comparison: its indexes do not serve
+# the LIKE that the spelling sample adds.
 THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
 # With it, a larger thread's index path has the time a scan of the thread
 # would take at this many bytes a millisecond, then the thread is scanned

@@ -620,6 +620,12 @@ def _within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tu
         return cursor.fetchall()
 
 
+def _fetch(statement: str, params: list[Any]) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return cursor.fetchall()
+
+
 def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[list[tuple], str, str]:
     """``(rows, coverage, matched_by)``.
 
@@ -652,28 +658,20 @@ def _match_rows(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple
     budgets, whatever the terms.
     """
     if sql.vendor == "postgresql" and not scope.is_global:
-        large = scope.visible_bytes > thread_scan_bytes()
-        if large and sql.fast:
+        if scope.visible_bytes > thread_scan_bytes():
+            if not sql.fast:
+                spelled = spellings(scope, terms, sql)
+                rows = _fetch(*_match_sql(scope, terms, sql, spelled=spelled))
+                return rows, "all", "spelled" if spelled else "index"
             statement, params = _match_sql(scope, terms, sql)
             rows = _within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes))
             if rows is not None:
                 return rows, "all", "index"
-            large = False  # the index could not narrow the terms in time: read the thread
-        if large:
-            spelled = spellings(scope, terms, sql)
-            statement, params = _match_sql(scope, terms, sql, spelled=spelled)
-            matched_by = "spelled" if spelled else "index"
-        else:
-            statement, params = _match_sql(scope, terms, sql, scan=True)
-            matched_by = "scan"
-        with connection.cursor() as cursor:
-            cursor.execute(statement, params)
-            return cursor.fetchall(), "all", matched_by
+            # The index could not narrow the terms in time: read the thread.
+        return _fetch(*_match_sql(scope, terms, sql, scan=True)), "all", "scan"
     statement, params = _match_sql(scope, terms, sql)
     if sql.vendor != "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(statement, params)
-            return cursor.fetchall(), "all", "scan"
+        return _fetch(statement, params), "all", "scan"
     rows = _within_budget(statement, params, index_budget_ms())
     if rows is not None:
         return rows, "all", "index"
