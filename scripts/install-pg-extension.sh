@@ -23,7 +23,10 @@ if [ "$(id -u)" != 0 ]; then
   echo "install-pg-extension: run this as root to install threadmem_search into PostgreSQL $major" >&2
   exit 1
 fi
-if [ ! -x "$pg_config" ] || ! command -v gcc >/dev/null || ! command -v make >/dev/null; then
+# pg_config can be there without the server's headers (it ships with more than
+# the dev package): look for postgres.h itself.
+if [ ! -x "$pg_config" ] || [ ! -f "$("$pg_config" --includedir-server 2>/dev/null)/postgres.h" ] \
+  || ! command -v gcc >/dev/null || ! command -v make >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "postgresql-server-dev-$major" make gcc >/dev/null

@@ -1,7 +1,9 @@
 """A search costs a fixed number of SQL statements, whatever the number of hits.
 
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
-row (1). The windows statement is skipped when nothing matches. A thread
+row (1). The windows statement is skipped when nothing matches. An
+operator's global scope needs no statement of its own: the match statement
+leaves out the isolated threads itself. A thread
 search on PostgreSQL matches with a scan of the thread's rows or, in a
 larger thread, with the trigram indexes: without threadmem_search after one
 more statement that reads the newest content for the terms' spelling, with
@@ -117,6 +119,22 @@ def test_a_global_search_makes_a_fixed_number_of_queries_whatever_the_hits(
     with django_assert_num_queries(4):
         result = search_memory(user=owner, query="tally many words here")
     assert result.literal_hits_total == min(2 * hits, SEARCH_COUNT_LIMIT)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("hits", [1, 40, 200])
+def test_an_operators_global_search_makes_no_scope_query(
+    owner, operator, admin, thread, hits, django_assert_num_queries, settings
+):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    fill(thread, hits)
+    hidden = make_thread(owner, "hidden")
+    (isolated,) = append(hidden, {"role": "user", "content": "tally in an isolated thread"})
+    services.thread_set_isolated(thread=hidden, isolated=True, actor=admin)
+    with django_assert_num_queries(3):
+        result = search_memory(user=operator, query="tally many words here")
+    assert result.literal_hits_total == min(2 * hits, SEARCH_COUNT_LIMIT)
+    assert isolated.pk not in {hit.message_id for hit in result.hits}
 
 
 @pytest.mark.django_db

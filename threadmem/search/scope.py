@@ -1,6 +1,6 @@
 """What a search may look at: one thread with its ancestry, or every readable thread.
 
-The scope is resolved once per call (one statement) and handed to both parts
+The scope is resolved once per call (one statement at most) and handed to both parts
 of the search, so the literal and the semantic part apply the same rules.
 """
 
@@ -28,12 +28,11 @@ class SearchScope:
     channel: str | None  # None: the global scope
     thread_id: int | None = None
     parts: tuple[ScopePart, ...] = ()
-    # Global scope, resolved to thread ids so the literal SQL filters messages
-    # by an indexed column instead of joining every thread: for a non-operator
-    # the readable threads (their own, not isolated); for an operator the
-    # isolated threads to leave out.
+    # Global scope of a non-operator, resolved to the readable threads (their
+    # own, not isolated) so the literal SQL filters messages by an indexed
+    # column instead of joining every thread. None for an operator: the
+    # literal SQL leaves out the isolated threads itself (literal.scope_sql).
     readable_thread_ids: tuple[int, ...] | None = None
-    hidden_thread_ids: tuple[int, ...] = ()
     # Thread scope: an upper bound of the bytes of text in it (the threads'
     # running totals, models.Generation.visible_chars). The literal part on
     # PostgreSQL scans a scope this small instead of asking the trigram index.
@@ -91,8 +90,7 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
     if channel is None or channel == GLOBAL_CHANNEL:
         # order_by(): Thread's default ordering would sort ids that are only a filter.
         if operator:
-            hidden = tuple(Thread.objects.filter(isolated=True).order_by().values_list("id", flat=True))
-            return SearchScope(user=user, operator=True, channel=None, hidden_thread_ids=hidden)
+            return SearchScope(user=user, operator=True, channel=None)
         readable = tuple(Thread.objects.filter(owner=user, isolated=False).order_by().values_list("id", flat=True))
         return SearchScope(user=user, operator=False, channel=None, readable_thread_ids=readable)
     with connection.cursor() as cursor:
