@@ -4,9 +4,11 @@ CJK and non-ASCII case behave, and a window never splits a character."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import append
-from threadmem.search import search_memory
+from threadmem.search import literal, search_memory
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
 
 # Thread searches run with each match statement (tests/conftest.py).
@@ -122,3 +124,54 @@ def test_it_windows_the_first_occurrence_of_a_term_in_a_field(owner, thread):
     (hit,) = search_memory(user=owner, query="marker", channel=thread.channel).hits
     assert "Marker one" in hit.window
     assert "MARKER two" not in hit.window
+
+
+def seed_window_sizes(thread) -> None:
+    """Fields on both sides of literal.SMALL_FIELD_CHARS (in characters and in bytes).
+
+    Hits at the start, the middle and the end, ASCII and multi-byte filler,
+    content and tool arguments; one term only in small fields, at their end.
+    """
+    fillers = ["k", "é日"]
+    batch = []
+    # The smallest newest: listed first, so their windows are the ones shown.
+    for size in (4_000, 2_600, 2_100, 1_300, 700, 520, 501, 500, 499, 450, 150, 4):
+        for filler in fillers:
+            body = (filler * size)[:size]
+            for place, text in enumerate((f"Tally-Ho {body}", f"{body[: size // 2]} TALLY-ho {body[size // 2 :]}")):
+                if size <= 450:
+                    text += " Small-Only"
+                batch.append({"role": "tool", "content": text})
+                arguments = {"command": f"{body} tally-HO {place}", "files": [{"path": text}]}
+                batch.append(
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"id": f"c{len(batch)}", "name": "shell", "arguments": arguments}],
+                    }
+                )
+    append(thread, *batch)
+
+
+def search_text(owner, query: str, channel: str | None) -> tuple[str, int]:
+    with CaptureQueriesContext(connection) as queries:
+        result = search_memory(user=owner, query=query, channel=channel)
+    return result.text, len(queries)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", ["thread", "global"])
+@pytest.mark.parametrize("query", ["tally-ho", "tally-ho é日", "small-only", "small-only tally-ho"])
+def test_windows_cut_with_the_match_are_those_of_the_windows_statement(
+    owner, thread, scope, query, monkeypatch, settings
+):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    seed_window_sizes(thread)
+    channel = thread.channel if scope == "thread" else None
+    with_match, statements = search_text(owner, query, channel)
+    monkeypatch.setattr(literal, "SMALL_FIELD_CHARS", -1)  # every window from the windows statement
+    from_statement, statements_without = search_text(owner, query, channel)
+    assert with_match == from_statement
+    assert "--- messageId=" in with_match
+    if query == "small-only":
+        # Every field the listing needs is small: the windows came with the match.
+        assert statements == statements_without - 1

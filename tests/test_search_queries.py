@@ -1,7 +1,9 @@
 """A search costs a fixed number of SQL statements, whatever the number of hits.
 
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
-row (1). The windows statement is skipped when nothing matches. An
+row (1). The windows statement is skipped when nothing matches, and when
+every field the listing may need is small enough to get its window with the
+match (literal._with_small_windows): 3 or 4 statements whatever the hits. An
 operator's global scope needs no statement of its own: the match statement
 leaves out the isolated threads itself. A thread
 search on PostgreSQL matches with a scan of the thread's rows or, in a
@@ -27,11 +29,20 @@ from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 
 
-def fill(thread, hits: int) -> None:
-    batch = [{"role": "tool", "content": "y" * 5000 + f" tally-{i} " + "y" * 5000} for i in range(hits)] + [
+def fill(thread, hits: int, *, small: bool = False) -> None:
+    """``hits`` tool results and ``hits`` tool calls with ``tally`` in them.
+
+    Large fields by default (10,000 characters): their windows need the
+    windows statement. ``small``: fields of a few characters, whose windows
+    come with the match.
+    """
+    padding = "" if small else "y" * 5000
+    batch = [{"role": "tool", "content": f"{padding} tally-{i} {padding}"} for i in range(hits)] + [
         {
             "role": "assistant",
-            "tool_calls": [{"id": f"t{i}", "name": "shell", "arguments": {"command": f"echo tally-{i}"}}],
+            "tool_calls": [
+                {"id": f"t{i}", "name": "shell", "arguments": {"command": f"echo {padding} tally-{i} {padding}"}}
+            ],
         }
         for i in range(hits)
     ]
@@ -138,13 +149,32 @@ def test_an_operators_global_search_makes_no_scope_query(
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("hits", [1, 40, 200])
+@pytest.mark.parametrize("scope", ["thread", "global"])
+def test_small_fields_get_their_windows_with_the_match(owner, thread, hits, scope, django_assert_num_queries, settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # with threadmem_search: an index budget that cannot run out
+    fill(thread, hits, small=True)
+    channel = thread.channel if scope == "thread" else None
+    # scope, which fields match with their windows, log row.
+    with django_assert_num_queries(3):
+        result = search_memory(user=owner, query="tally", channel=channel)
+    assert result.literal_hits_total == (2 * hits if scope == "thread" else min(2 * hits, SEARCH_COUNT_LIMIT))
+    assert len(result.hits) == min(2 * hits, len(result.hits)) > 0
+    newest = result.hits[0]
+    assert newest.window == f"echo  tally-{hits - 1} "
+    assert newest.field == "tool_args.command"
+
+
+@pytest.mark.django_db
 def test_a_search_of_a_deep_fork_resolves_its_scope_in_one_query(owner, thread, django_assert_num_queries):
     (message,) = append(thread, {"role": "user", "content": "tally at the root"})
     parent = thread
     for depth in range(5):
         parent = make_thread(owner, f"fork-{depth}", fork_from=message)
         (message,) = append(parent, {"role": "user", "content": f"tally at depth {depth}"})
-    with django_assert_num_queries(4):
+    # scope, match (small fields: with their windows), log row.
+    with django_assert_num_queries(3):
         result = search_memory(user=owner, query="tally", channel=parent.channel)
     assert result.literal_hits_total == 6
 

@@ -1,4 +1,4 @@
-"""The literal part of search_memory: two SQL statements, whatever the number of hits.
+"""The literal part of search_memory: at most two SQL statements, whatever the number of hits.
 
 (Three in a thread too large to scan on PostgreSQL: without threadmem_search
 ``spellings`` first; with it, a scan after an index path that ran out of time.)
@@ -9,11 +9,13 @@
    evaluated once per row. On PostgreSQL a small thread is scanned instead
    of asking the index, a larger one tries the spelling of its newest
    content first, and the global scope gives this a time budget and falls
-   back to the newest messages (``_match_rows``).
+   back to the newest messages (``_match_rows``). Small fields that could be
+   listed get their windows here already (``_with_small_windows``).
 2. ``_window_sql_*``: for the few fields that can be listed, each term's first
    position and the window around it, cut by the database, in listing order
    until the listed entries fill the literal cap. Only ``WINDOW_CHARS + 1``
-   characters of a field ever leave the database.
+   characters of a field ever leave the database. Skipped when nothing
+   matched, or when the first statement cut every window the listing needs.
 
 Matching is literal and case-insensitive on both backends:
 
@@ -63,6 +65,7 @@ from threadmem.search.bounded import (
     GLOBAL_RECENT_MESSAGES,
     SEARCH_COUNT_LIMIT,
     TAIL_MARK,
+    THREAD_LITERAL_MAX_CHARS,
     WINDOW_CHARS,
     WINDOW_LEAD,
     Candidate,
@@ -153,6 +156,13 @@ class Dialect:
     def greatest(self, left: str, right: str) -> str:
         raise NotImplementedError
 
+    def least(self, left: str, right: str) -> str:
+        raise NotImplementedError
+
+    # Ends a subquery that the planner must run as it is written, not merge
+    # into the query around it (which would repeat its expressions there).
+    fence = "OFFSET 0"
+
     def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         """``column`` is one of ``ids``, as one parameter whatever their number."""
         raise NotImplementedError
@@ -241,6 +251,9 @@ class PostgresDialect(Dialect):
     def greatest(self, left: str, right: str) -> str:
         return f"greatest({left}, {right})"
 
+    def least(self, left: str, right: str) -> str:
+        return f"least({left}, {right})"
+
     def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         # One array literal: the driver quotes a string at once, where it would
         # adapt a list element by element (an operator's global scope leaves
@@ -279,6 +292,11 @@ class SqliteDialect(Dialect):
 
     def greatest(self, left: str, right: str) -> str:
         return f"max({left}, {right})"
+
+    def least(self, left: str, right: str) -> str:
+        return f"min({left}, {right})"
+
+    fence = "LIMIT -1 OFFSET 0"  # SQLite has no OFFSET without LIMIT
 
     def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
@@ -512,7 +530,66 @@ def _match_sql(
             branch_params.append(limit)
         branches.append(f"SELECT * FROM ({branch}) a{index}")
         params += branch_params
-    return " UNION ALL ".join(branches) + " ORDER BY term, message_id DESC, arg_id", params
+    return _with_small_windows(" UNION ALL ".join(branches), params, terms, sql)
+
+
+# A field this small (Dialect.min_chars) gets its window with the match
+# (_with_small_windows): on PostgreSQL at most 2 KB, stored in the row itself.
+SMALL_FIELD_CHARS = 500
+# The fewest characters of a hit's header line (message id, generation and
+# session id of one character, no role, the shortest field name).
+_HEADER_CHARS_AT_LEAST = len(
+    hit_header(Candidate(term=0, message_id=0, arg_id=0, path="", min_chars=0, session_id="", generation=0, role=""))
+)
+
+
+def _with_small_windows(matches: str, params: list[Any], terms: Sequence[str], sql: Dialect) -> tuple[str, list[Any]]:
+    """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
+
+    ``matches`` selects the match columns (``_CONTENT_COLUMNS``). Two columns
+    follow them: the term's position in the field and the window's
+    characters (``_windows``), or NULL for a row left to the windows
+    statement. A row gets them when its field is small (``min_chars`` at most
+    SMALL_FIELD_CHARS: on PostgreSQL 2 KB, text that sits in the row itself)
+    and the entries before it in its term, each at the fewest characters
+    ``fields_to_window`` could count for it, leave room under the literal
+    cap: every field that walk can reach, and a few more. When every field
+    the listing needs is such a field, as it is for most rare terms, the
+    windows statement does not run: one statement less (bench/search.py).
+    A large field is left to that statement, which cuts in listing order and
+    stops at the cap, instead of being read here on the chance of a listing.
+    """
+    # min_window_chars, in SQL.
+    least_window = sql.least(
+        sql.least(sql.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
+    )
+    cost = f"{_HEADER_CHARS_AT_LEAST} + {least_window}"
+    rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
+    terms_params: list[Any] = []
+    for index, term in enumerate(terms):
+        terms_params += [index, sql.pattern(term), sql.needle(term), len(term)]
+    body = (
+        "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
+        "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
+    )
+    statement = (
+        f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
+        "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
+        f"CASE WHEN w.pos > 0 THEN {sql.window('w.body', 'w.pos', 'w.needle')} END "
+        "FROM ("
+        "SELECT v.*, "
+        f"CASE WHEN v.body IS NOT NULL THEN {sql.position('v.body', 'v.pattern', 'v.needle')} END AS pos "
+        "FROM ("
+        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s THEN {body} || '' END AS body "
+        "FROM ("
+        "SELECT u.*, t.pattern, t.needle, "
+        f"sum({cost}) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, u.arg_id "
+        f"ROWS UNBOUNDED PRECEDING) - {cost} AS before "
+        f"FROM ({matches}) u JOIN t ON t.term = u.term"
+        f") s {sql.fence}) v {sql.fence}) w "
+        "ORDER BY w.term, w.message_id DESC, w.arg_id"
+    )
+    return statement, [*terms_params, SMALL_FIELD_CHARS, THREAD_LITERAL_MAX_CHARS, *params]
 
 
 def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) -> tuple[str, list[Any]]:
@@ -544,8 +621,7 @@ def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) ->
         # LATERAL: each recent message's own arguments by index, not a scan of every argument.
         f"SELECT * FROM (SELECT 0 AS term, {_ARGUMENT_COLUMNS.format(min_chars=sql.min_chars('a.value'))} "
         "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
-        f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0 "
-        "ORDER BY term, message_id DESC, arg_id"
+        f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0"
     )
     params = [
         *scope_params,
@@ -558,7 +634,7 @@ def _recent_match_sql(scope: SearchScope, terms: Sequence[str], sql: Dialect) ->
         pattern,
         limit,
     ]
-    return statement, params
+    return _with_small_windows(statement, params, terms[:1], sql)
 
 
 def _is_timeout(error: DatabaseError) -> bool:
@@ -776,16 +852,32 @@ def _window_sql_all(
     return statement, [*params, *searchable_params, *searchable_params]
 
 
+def _window(position: int | None, piece: str | None) -> tuple[int, Any] | None:
+    """(position, Window) from what the database cut, or None when the field no longer matches."""
+    if not position:
+        return None
+    return position, window_from_slice(position=position, piece=piece, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+
+
 def _windows(
-    candidates: Sequence[Candidate], terms: Sequence[str], *, budget: int, sql: Dialect
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    *,
+    budget: int,
+    sql: Dialect,
+    cut: Mapping[WindowKey, Any],
 ) -> dict[WindowKey, Any]:
     """(field, term) -> (position, Window), or None when the field no longer matches.
 
-    Pairs the walk did not reach are absent: they cannot be listed.
+    Pairs the walk did not reach are absent: they cannot be listed. ``cut``
+    holds the windows the match statement cut already (``_with_small_windows``):
+    when it has every pair, no statement runs.
     """
     pairs = list(enumerate(fields_to_window(list(candidates), list(terms), budget=budget)))
     if not pairs:
         return {}
+    if all(pair in cut for _, pair in pairs):
+        return {pair: cut[pair] for _, pair in pairs}
     windows: dict[WindowKey, Any] = {}
     if sql.vendor == "postgresql":
         first_candidate: dict[tuple[int, int], Candidate] = {}
@@ -808,16 +900,13 @@ def _windows(
         cursor.execute(statement, params)
         for ordinal, position, piece in cursor.fetchall():
             _, pair = pairs[ordinal]
-            if not position:
-                windows[pair] = None
-                continue
-            window = window_from_slice(position=position, piece=piece, width=WINDOW_CHARS, lead=WINDOW_LEAD)
-            windows[pair] = (position, window)
+            windows[pair] = _window(position, piece)
     return windows
 
 
 def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
-    """Run the literal part for ``terms`` in ``scope``: two statements (one when nothing matches).
+    """Run the literal part for ``terms`` in ``scope``: two statements (one when nothing matches, or when the
+    match cut every window the listing needs).
 
     In a thread too large to scan on PostgreSQL, ``spellings`` runs first
     (without threadmem_search), or the scan follows an index path that ran
@@ -847,6 +936,8 @@ def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
         )
         for row in rows
     ]
+    # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
+    cut = {((row[1], row[2]), row[0]): _window(row[8], row[9]) for row in rows if row[8] is not None}
     bounded = False
     if scope.is_global:
         kept: list[Candidate] = []
@@ -862,7 +953,7 @@ def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
     if not candidates:
         return literal_part([], terms, {}, candidate_count=0, bounded=bounded, coverage=coverage, matched_by=matched_by)
     budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage)
-    windows = _windows(candidates, terms, budget=budget, sql=sql)
+    windows = _windows(candidates, terms, budget=budget, sql=sql, cut=cut)
     return literal_part(
         candidates,
         terms,
