@@ -4,7 +4,8 @@
 ``spellings`` first; with it, a scan after an index path that ran out of time.)
 
 1. ``_match_sql``: which (term, field) pairs match, newest first, as small rows
-   (ids, metadata and a length bound; no text). One ``UNION ALL`` branch per
+   (ids, metadata and a length bound; text only in the windows of small
+   fields, see below). One ``UNION ALL`` branch per
    term and field kind, so each branch is one indexable condition that is
    evaluated once per row. On PostgreSQL a small thread is scanned instead
    of asking the index, a larger one tries the spelling of its newest
@@ -256,8 +257,7 @@ class PostgresDialect(Dialect):
 
     def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         # One array literal: the driver quotes a string at once, where it would
-        # adapt a list element by element (an operator's global scope leaves
-        # out every isolated thread by id).
+        # adapt a list element by element (a caller's readable threads).
         return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
 
     def in_subquery(self, column: str, subquery: str) -> str:

@@ -88,9 +88,9 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
     """
     operator = is_operator(user)
     if channel is None or channel == GLOBAL_CHANNEL:
-        # order_by(): Thread's default ordering would sort ids that are only a filter.
         if operator:
             return SearchScope(user=user, operator=True, channel=None)
+        # order_by(): Thread's default ordering would sort ids that are only a filter.
         readable = tuple(Thread.objects.filter(owner=user, isolated=False).order_by().values_list("id", flat=True))
         return SearchScope(user=user, operator=False, channel=None, readable_thread_ids=readable)
     with connection.cursor() as cursor:
