@@ -16,6 +16,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 
 from threadmem.errors import InvalidInput, NotFound
+from threadmem.lib.storable import text_problem
 from threadmem.models import SEARCHABLE, Generation, Message, Thread
 
 
@@ -32,8 +33,8 @@ def thread_list_for(*, user: AbstractBaseUser) -> QuerySet[Thread]:
 
 
 def thread_get_for(*, user: AbstractBaseUser, channel: str) -> Thread:
-    if not isinstance(channel, str) or "\x00" in channel:
-        # No stored channel has a NUL, and PostgreSQL refuses one in a query.
+    if not isinstance(channel, str) or text_problem(channel):
+        # No stored channel has a NUL or a lone surrogate, and PostgreSQL refuses both in a query.
         raise NotFound(f"thread {channel!r} not found")
     try:
         return thread_list_for(user=user).get(channel=channel)

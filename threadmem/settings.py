@@ -188,6 +188,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.fastjson.SafeJSONParser"],
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
 }
 SPECTACULAR_SETTINGS = {

@@ -14,12 +14,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.fastjson import FastJSONParser, FastJSONRenderer
+from api.fastjson import FastJSONParser, FastJSONRenderer, SafeJSONParser
 from api.serializers import (
     ContextSerializer,
     ErrorSerializer,
@@ -91,7 +90,7 @@ def fork_from_object(fork_from: Any) -> dict[str, Any]:
 class JSONAPIView(APIView):
     # Only JSON: a form-encoded body would otherwise parse into a QueryDict
     # and fail later with a less helpful message. Other types answer 415.
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
 
 class ThreadListView(JSONAPIView):

@@ -43,11 +43,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from threadmem import llm
 from threadmem.compaction import selectors as compaction_selectors
 from threadmem.compaction.summary import Summary, summarize
-from threadmem.errors import Conflict
+from threadmem.errors import Conflict, ServiceUnavailable
 from threadmem.models import Compaction, Generation, Message, Thread
 
 logger = logging.getLogger(__name__)
@@ -83,9 +84,24 @@ def lease_duration() -> timedelta:
 
 
 def _enqueue(compaction: Compaction) -> None:
+    """Send the compaction's task (on commit); when the broker cannot take it, release the request.
+
+    A pending row whose task never reached the broker would hold the
+    generation's one live slot for a whole lease, answering every later
+    request with a dead task id. So a row that never started is deleted and
+    the caller told (503): the next request, or the next append's automatic
+    check, tries again at once.
+    """
     from threadmem.compaction.tasks import compaction_run_task
 
-    compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+    try:
+        compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+    except KombuOperationalError as exc:
+        Compaction.objects.filter(pk=compaction.pk, status=Compaction.Status.PENDING, started_at__isnull=True).delete()
+        logger.warning("compaction %s of thread %s not queued: %s", compaction.pk, compaction.thread_id, exc)
+        raise ServiceUnavailable(
+            f"the task broker did not take the compaction ({exc}); nothing was queued: try again"
+        ) from exc
 
 
 def _looks_abandoned(compaction: Compaction, now: datetime) -> bool:
