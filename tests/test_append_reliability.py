@@ -94,10 +94,11 @@ def test_concurrent_retries_of_one_batch_store_it_once(owner):
 
 
 @pytest.fixture
-def broker_down(settings) -> Iterator[None]:
+def broker_down(settings, monkeypatch) -> Iterator[None]:
     """Tasks go to a broker that refuses connections (the app's cached pools dropped on the way in and out)."""
     saved = app.conf.broker_url, app.conf.task_always_eager
     settings.CELERY_BROKER_URL = DEAD_BROKER
+    monkeypatch.setenv("CELERY_BROKER_URL", DEAD_BROKER)  # Celery reads the environment before its own setting
 
     def reset_pools() -> None:
         app._pool = None

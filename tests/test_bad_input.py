@@ -113,3 +113,37 @@ def test_it_lists_and_reads_a_message_stored_deeper_than_any_renderer_goes(owner
     assert listing.status_code == 200
     assert CLIPPED in json.dumps(listing.json()["results"][0]["tool_calls"])
     assert owner_api.get(f"/api/v1/messages/{message.id}/?view=audit").status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("page", ["0", "-1", "²", "x"])
+def test_it_answers_a_page_that_is_not_a_positive_integer_with_400(owner_api, thread, page):
+    response = owner_api.get(MESSAGES, {"page": page})
+    assert response.status_code == 400
+    assert "page must be a positive integer" in response.json()["detail"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("channel", "words"),
+    [
+        ("a\x07b", "control characters"),
+        ("a\x85b", "control characters"),
+        ("*", "must not contain '*'"),
+        ("team/*", "must not contain '*'"),
+        ("..", "'.' or '..' segment"),
+        ("a/../b", "'.' or '..' segment"),
+        ("./a", "'.' or '..' segment"),
+    ],
+)
+def test_it_refuses_channels_outside_the_grammar(owner_api, channel, words):
+    before = row_counts()
+    response = owner_api.post("/api/v1/threads/", {"channel": channel}, format="json")
+    assert response.status_code == 400
+    assert words in response.json()["detail"]
+    assert row_counts() == before
+
+
+@pytest.mark.django_db
+def test_it_accepts_dots_inside_a_segment(owner_api):
+    assert owner_api.post("/api/v1/threads/", {"channel": "cli:a..b/v1.2"}, format="json").status_code == 201

@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import secrets
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -236,9 +237,16 @@ def messages_parse(data: Any) -> list[MessageIn]:
 
 
 def _check_channel(channel: Any) -> str:
+    """The channel grammar: 1-255 characters, no surrounding whitespace, no control characters, no '*'
+    (search shows it for "every thread"), no '.' or '..' path segment (clients and proxies rewrite those in
+    URLs), and no last segment that names an API route."""
     channel = _check_text(channel, name="channel", max_chars=CHANNEL_MAX_CHARS, allow_empty=False)
-    if channel != channel.strip() or any(c in channel for c in "\r\n\t"):
+    if channel != channel.strip() or any(unicodedata.category(c) == "Cc" for c in channel):
         raise InvalidInput("channel must not have surrounding whitespace or control characters", field="channel")
+    if "*" in channel:
+        raise InvalidInput("channel must not contain '*': search results use it for every thread", field="channel")
+    if any(segment in (".", "..") for segment in channel.split("/")):
+        raise InvalidInput("channel must not have a '.' or '..' segment: URLs would resolve it away", field="channel")
     if "/" in channel and channel.endswith("/"):
         raise InvalidInput("channel must not end with '/'", field="channel")
     if "/" in channel and channel.rsplit("/", 1)[1] in CHANNEL_RESERVED_LAST_SEGMENTS:

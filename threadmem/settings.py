@@ -199,7 +199,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["api.permissions.SchemaAccess"],
 }
+# The schema and Swagger UI answer anonymous callers only when this is on.
+THREADMEM_PUBLIC_SCHEMA = env_bool("THREADMEM_PUBLIC_SCHEMA", False)
 
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
@@ -295,6 +298,18 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+# Served over HTTPS (production): secure cookies, a redirect to HTTPS and HSTS;
+# `manage.py check --deploy` is clean with this on. Behind a proxy that ends
+# TLS, THREADMEM_PROXY_SSL_HEADER=true trusts its X-Forwarded-Proto.
+if env_bool("THREADMEM_HTTPS", False):
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+if env_bool("THREADMEM_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True

@@ -56,6 +56,12 @@ class Pagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
+        raw = request.query_params.get(self.page_query_param)
+        if raw not in (None, "", *self.last_page_strings) and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise InvalidInput(f"page must be a positive integer (1 is the first page), got {raw!r}", field="page")
+        return super().paginate_queryset(queryset, request, view)
+
 
 def body_object(request: Request, *, allowed: set[str], name: str = "the body") -> dict[str, Any]:
     """The JSON body as an object with no fields beyond ``allowed``."""
