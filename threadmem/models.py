@@ -152,6 +152,8 @@ def searchable_q(prefix: str = "") -> Q:
 
 
 SEARCHABLE = searchable_q()
+# What the model sees of a generation (selectors.context_messages): machine events and summaries included.
+MODEL_VISIBLE = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
 
 
 class ToolArgument(models.Model):

@@ -203,7 +203,10 @@ class MessageListView(JSONAPIView):
 
     @extend_schema(
         summary="List a thread's stored messages in seq order",
-        description="Every stored message, flags shown (isolated, model_visible, superseded_by, kind).",
+        description=(
+            "Every stored message, flags shown (isolated, model_visible, superseded_by, kind). For non-staff "
+            "callers an isolated message keeps its place and flags but comes without content or tool calls."
+        ),
         parameters=[
             CHANNEL_PARAMETER,
             OpenApiParameter("generation", int, description="only this generation"),
@@ -216,7 +219,8 @@ class MessageListView(JSONAPIView):
         messages = selectors.message_list_for(thread=thread, generation=request.query_params.get("generation"))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(messages, request, view=self)
-        return paginator.get_paginated_response(messages_data(page))
+        hide_isolated = not selectors.is_operator(request.user)
+        return paginator.get_paginated_response(messages_data(page, hide_isolated=hide_isolated))
 
     @extend_schema(
         summary="Append one message or a batch (all or nothing)",
