@@ -190,6 +190,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["api.fastjson.SafeJSONParser"],
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+    # Agent turns per caller (ScopedRateThrottle, counted in the cache: set CACHE_URL so every process shares it).
+    "DEFAULT_THROTTLE_RATES": {"turns": env_str("THREADMEM_TURNS_RATE", "30/min") or None},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "threadmem API",
@@ -203,6 +205,19 @@ SPECTACULAR_SETTINGS = {
 }
 # The schema and Swagger UI answer anonymous callers only when this is on.
 THREADMEM_PUBLIC_SCHEMA = env_bool("THREADMEM_PUBLIC_SCHEMA", False)
+
+# The cache holds the agent-turn throttle's counts: per process by default,
+# shared by every web process with CACHE_URL=redis://... (production).
+_cache_url = env_str("CACHE_URL")
+if _cache_url and not _cache_url.startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL, got {_cache_url!r}")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        if _cache_url
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
