@@ -139,3 +139,14 @@ def test_an_upload_into_another_owners_channel_is_refused_and_attaches_nothing(o
 def test_imports_need_a_token(client):
     assert client.post("/api/v1/imports/", {}).status_code == 401
     assert client.get("/api/v1/imports/1/").status_code == 401
+
+
+def test_the_console_shows_where_a_thread_came_from_and_whose_summary_it_is(owner, operator_console):
+    from django.core.management import call_command
+
+    path = data_dir() / "258c7280-ae70-4798-800f-63464d01a85d.jsonl"
+    call_command("import_sessions", "--format", "claude-code", "--owner", "owner", str(path))
+    thread = Thread.objects.get(source_path=str(path))
+    page = operator_console.get(f"/console/threads/{thread.pk}/?generation=1").content.decode()
+    assert "imported from claude-code file" in page and str(path) in page and thread.source_session_id in page
+    assert "imported: claude-code's own summary" in page
