@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import compaction, memory, threads, turns
+from api.views import compaction, imports, memory, threads, turns
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -42,6 +42,12 @@ urlpatterns += [
 # --- agent turns (api/views/turns.py) ---
 urlpatterns += [
     path("threads/<path:channel>/turns/", turns.TurnView.as_view(), name="thread-turns"),
+]
+
+# --- imports (api/views/imports.py) ---
+urlpatterns += [
+    path("imports/", imports.ImportListView.as_view(), name="import-list"),
+    path("imports/<str:import_id>/", imports.ImportDetailView.as_view(), name="import-detail"),
 ]
 
 # Bare thread routes last: see the module docstring.

@@ -21,6 +21,7 @@ class ThreadmemConfig(AppConfig):
         from threadmem.compaction import service as compaction_service
         from threadmem.compaction import tasks  # noqa: F401  (registers the Celery task in workers)
         from threadmem.embeddings import tasks as embedding_tasks
+        from threadmem.imports import tasks as import_tasks  # noqa: F401  (registers the upload import task)
 
         # Automatic compaction and embedding after appends; services.py imports neither.
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):

@@ -34,6 +34,11 @@ class Thread(models.Model):
     next_seq = models.BigIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Where an imported thread came from (threadmem/imports): "claude-code" or
+    # "openai", the file (or upload) and the session id in it. Empty otherwise.
+    source_format = models.CharField(max_length=32, blank=True, default="")
+    source_path = models.CharField(max_length=1000, blank=True, default="")
+    source_session_id = models.CharField(max_length=255, blank=True, default="")
 
     class Meta:
         ordering = ["-last_activity_at", "-id"]
@@ -114,6 +119,10 @@ class Message(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Who wrote a kind=summary message: "" for threadmem's compaction, or the
+    # imported agent ("claude-code") whose own summary it is. A database
+    # default, because the PostgreSQL append path COPYs named columns only.
+    summary_origin = models.CharField(max_length=32, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["thread_id", "seq"]
@@ -154,6 +163,44 @@ def searchable_q(prefix: str = "") -> Q:
 SEARCHABLE = searchable_q()
 # What the model sees of a generation (selectors.context_messages): machine events and summaries included.
 MODEL_VISIBLE = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
+
+
+class Import(models.Model):
+    """One import of agent sessions (threadmem/imports): an API upload, or a run of the command.
+
+    The upload is kept in ``path`` until its task has run; ``errors`` holds
+    the first problems (file, line, reason), ``lines_skipped`` counts them all.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="imports")
+    format = models.CharField(max_length=32)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    name = models.CharField(max_length=1000, blank=True, default="")  # the uploaded file's name
+    path = models.CharField(max_length=1000, blank=True, default="")  # where the upload waits for its task
+    size = models.BigIntegerField(default=0)
+    channel = models.CharField(max_length=255, blank=True, default="")
+    task_id = models.CharField(max_length=255, blank=True, default="")
+    channels = models.JSONField(default=list, blank=True)
+    lines_read = models.PositiveIntegerField(default=0)
+    lines_skipped = models.PositiveIntegerField(default=0)
+    messages_imported = models.PositiveIntegerField(default=0)
+    messages_known = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"import {self.pk} ({self.format}, {self.status})"
 
 
 class ToolArgument(models.Model):

@@ -284,6 +284,12 @@ THREADMEM_MAX_BATCH = env_int("THREADMEM_MAX_BATCH", 1000, minimum=1)
 # Automatic compaction once the current generation's model-visible text passes this.
 THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, minimum=1)
 
+# --- Imports (threadmem/imports/) ---------------------------------------------
+# Where API uploads wait for their task: workers must see the same folder.
+THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
+# Uploads up to this size import inside the request; larger ones in a Celery task.
+THREADMEM_IMPORT_INLINE_BYTES = env_int("THREADMEM_IMPORT_INLINE_BYTES", 1024 * 1024)
+
 # --- Compaction (threadmem/compaction/) ---------------------------------------
 # The most characters one summary call sends the model; longer generations are
 # chunked and summarized hierarchically.

@@ -1,0 +1,96 @@
+"""Imports over REST (SPEC §11): upload a JSONL file of sessions, read how its import went."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.parsers import FileUploadParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api.serializers import ErrorSerializer
+from threadmem import selectors
+from threadmem.errors import InvalidInput, NotFound
+from threadmem.imports import uploads
+from threadmem.models import Import
+
+
+class ImportSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Import
+        fields = [
+            "id",
+            "format",
+            "status",
+            "name",
+            "size",
+            "channel",
+            "channels",
+            "lines_read",
+            "lines_skipped",
+            "messages_imported",
+            "messages_known",
+            "errors",
+            "error",
+            "created_at",
+            "finished_at",
+        ]
+        read_only_fields = fields
+
+
+class ImportListView(APIView):
+    parser_classes = [MultiPartParser, FileUploadParser]
+
+    @extend_schema(
+        summary="Import agent sessions from a JSONL upload",
+        description=(
+            "Multipart `file` (or the raw body) holding Claude Code transcript records or OpenAI chat "
+            "conversations, one a line; `format` (`claude-code`, the default, or `openai`) and `channel` as form "
+            "fields or query parameters. Small uploads import in the request (201); larger ones in a task (202): "
+            "read `imports/{id}/` for the outcome. An upload that is not JSONL answers 400 and stores nothing; a "
+            "channel of another owner answers 404."
+        ),
+        request={"multipart/form-data": OpenApiTypes.OBJECT},
+        responses={201: ImportSerializer, 202: ImportSerializer, 400: ErrorSerializer, 401: ErrorSerializer},
+        tags=["imports"],
+    )
+    def post(self, request: Request, filename: str | None = None) -> Response:
+        upload = request.data.get("file")
+        if upload is None or not hasattr(upload, "chunks"):
+            raise InvalidInput("send the JSONL as a multipart field named 'file' (or as the raw body)", field="file")
+        fmt = _param(request, "format") or "claude-code"
+        channel = _param(request, "channel")
+        record = uploads.import_upload(
+            owner=request.user, fmt=fmt, name=upload.name or "", chunks=upload.chunks(), channel=channel
+        )
+        done = record.status in (Import.Status.SUCCEEDED, Import.Status.FAILED)
+        return Response(
+            ImportSerializer(record).data, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED
+        )
+
+
+def _param(request: Request, name: str) -> str:
+    value: Any = request.data.get(name) if hasattr(request.data, "get") else None
+    value = value or request.query_params.get(name) or ""
+    return str(value)
+
+
+class ImportDetailView(APIView):
+    @extend_schema(
+        summary="Read an import",
+        parameters=[OpenApiParameter("import_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
+        responses={200: ImportSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        tags=["imports"],
+    )
+    def get(self, request: Request, import_id: str) -> Response:
+        imports = Import.objects.all()
+        if not selectors.is_operator(request.user):
+            imports = imports.filter(owner=request.user)
+        record = imports.filter(pk=int(import_id)).first() if import_id.isdigit() and len(import_id) < 19 else None
+        if record is None:
+            raise NotFound(f"import {import_id!r} not found")
+        return Response(ImportSerializer(record).data)

@@ -1,0 +1,7 @@
+"""Importing agent sessions (SPEC §11): Claude Code transcripts and OpenAI chat JSONL.
+
+``claude_code`` and ``openai_chat`` turn lines into items (``records``);
+``service`` writes them through ``services.messages_store`` in batches and
+switches generations at Claude Code's compactions; ``follow`` tails files;
+``tasks`` runs API uploads.
+"""

@@ -1,0 +1,53 @@
+"""Tailing session files as a live agent writes them (``import_sessions --follow``).
+
+Each pass looks for files again (a new session in a watched folder is
+picked up), then imports from each file's byte offset the lines completed
+since the last pass; a half-written last line waits for its newline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from threadmem.imports.records import session_files
+from threadmem.imports.service import FileImport, ImportReport
+
+POLL_SECONDS = 0.5
+
+
+def follow_paths(
+    *,
+    paths: list[Path],
+    fmt: str,
+    owner: AbstractBaseUser,
+    report: ImportReport,
+    stop: threading.Event,
+    channel: str | None = None,
+    poll_seconds: float = POLL_SECONDS,
+    seconds: float | None = None,
+    on_problem: Callable[[str], None] | None = None,
+    on_pass: Callable[[ImportReport], None] | None = None,
+) -> ImportReport:
+    """Import what the files gain until ``stop`` is set (or ``seconds`` have passed)."""
+    deadline = None if seconds is None else time.monotonic() + seconds
+    files: dict[Path, FileImport] = {}
+    while True:
+        for path in [f for p in paths if p.exists() for f in session_files(p, fmt=fmt)]:
+            current = files.get(path)
+            if current is None:
+                current = files[path] = FileImport(
+                    path=path, fmt=fmt, owner=owner, report=report, channel=channel, on_problem=on_problem
+                )
+            elif path.stat().st_size <= current.offset:
+                continue
+            current.step(final=False)
+        if on_pass is not None:
+            on_pass(report)
+        remaining = poll_seconds if deadline is None else min(poll_seconds, deadline - time.monotonic())
+        if remaining <= 0 or stop.wait(remaining):
+            return report

@@ -1,0 +1,116 @@
+"""What the parsers produce, and how lines are read from a file (complete lines only, by byte offset)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from threadmem.services import MessageIn
+
+FORMATS = ("claude-code", "openai")
+
+
+@dataclass
+class Msg:
+    """A message to append to the session's thread."""
+
+    message: MessageIn
+
+
+@dataclass
+class Boundary:
+    """A compaction boundary: ``event`` (a machine event) closes the current generation."""
+
+    event: MessageIn
+
+
+@dataclass
+class Summary:
+    """The agent's own summary: it opens the generation the last boundary started."""
+
+    message: MessageIn
+
+
+@dataclass
+class Problem:
+    """A line that could not be imported: reported with its file and line number, then skipped."""
+
+    line: int
+    reason: str
+
+
+Item = Msg | Boundary | Summary | Problem
+
+
+@dataclass
+class Line:
+    number: int  # 1-based
+    text: str
+    end_offset: int  # byte offset just after the line's "\n"
+
+
+def read_complete_lines(handle: IO[bytes], *, offset: int, line_number: int, final: bool) -> Iterator[Line]:
+    """The lines from ``offset`` on that end with "\\n"; the last unterminated one only when ``final``.
+
+    A half-written last line (a live session mid-write, a truncated copy) is
+    left for later: the caller keeps ``end_offset`` of the last line consumed.
+    With ``final`` (a one-off import of a finished file) an unterminated last
+    line is taken if it is complete JSON, since hand-made JSONL often lacks
+    the last newline.
+    """
+    handle.seek(offset)
+    while True:
+        raw = handle.readline()
+        if not raw:
+            return
+        if not raw.endswith(b"\n"):
+            if final and _is_json(raw):
+                offset += len(raw)
+                line_number += 1
+                yield Line(line_number, raw.decode("utf-8", errors="replace"), offset)
+            return
+        offset += len(raw)
+        line_number += 1
+        yield Line(line_number, raw[:-1].decode("utf-8", errors="replace"), offset)
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return False
+    return True
+
+
+def load_record(line: Line) -> dict[str, Any] | Problem | None:
+    """The line's JSON object; None for a blank line; a Problem for anything else."""
+    if not line.text.strip():
+        return None
+    try:
+        record = json.loads(line.text)
+    except ValueError as exc:
+        return Problem(line.number, f"not JSON: {exc}")
+    if not isinstance(record, dict):
+        return Problem(line.number, f"not a JSON object but {type(record).__name__}")
+    return record
+
+
+def session_files(path: Path, *, fmt: str) -> list[Path]:
+    """A file as itself; a folder's .jsonl files (a Claude Code project, or ``~/.claude/projects``).
+
+    Main sessions come before subagent files, so a subagent finds the
+    parent thread it forks from.
+    """
+    if path.is_file():
+        return [path]
+    files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+    if fmt == "claude-code":
+        files.sort(key=lambda p: (is_subagent_file(p), str(p)))
+    return files
+
+
+def is_subagent_file(path: Path) -> bool:
+    return path.parent.name == "subagents" and path.name.startswith("agent-")

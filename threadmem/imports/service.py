@@ -1,0 +1,320 @@
+"""Writing imported sessions: threads, batches through ``services.messages_store``, generation boundaries.
+
+``import_paths`` is the one entry point of the command and of API uploads:
+each file is read from a byte offset, complete lines only, in constant
+memory (one open API message and one batch at a time), and every message
+carries its source id, so importing a file again, or a longer version of
+it, adds only what is new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from threadmem import services
+from threadmem.errors import Conflict, InvalidInput, NotFound
+from threadmem.imports import claude_code, openai_chat
+from threadmem.imports.generations import (
+    generation_close_imported,
+    generation_summary_imported,
+    message_grow_imported,
+)
+from threadmem.imports.records import (
+    FORMATS,
+    Boundary,
+    Item,
+    Line,
+    Msg,
+    Problem,
+    Summary,
+    is_subagent_file,
+    read_complete_lines,
+    session_files,
+)
+from threadmem.models import Generation, Message, Thread, ToolArgument
+
+BATCH_SIZE = 500
+MAX_REPORTED_PROBLEMS = 100
+TASK_TOOL_NAMES = ("Task", "Agent")
+CLAUDE_CODE = "claude-code"
+OPENAI = "openai"
+
+
+@dataclass
+class ImportReport:
+    files: int = 0
+    lines: int = 0
+    bytes: int = 0
+    skipped: int = 0
+    messages_new: int = 0
+    messages_known: int = 0
+    messages_grown: int = 0
+    channels: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "file:line: reason", the first MAX_REPORTED_PROBLEMS
+
+    def problem(self, where: str, line: int, reason: str) -> str:
+        self.skipped += 1
+        text = f"{where}:{line}: {reason}"
+        if len(self.problems) < MAX_REPORTED_PROBLEMS:
+            self.problems.append(text)
+        return text
+
+    def channel(self, channel: str) -> None:
+        if channel not in self.channels:
+            self.channels.append(channel)
+
+
+def thread_for_import(
+    *,
+    owner: AbstractBaseUser,
+    channel: str,
+    source_format: str,
+    source_path: str,
+    session_id: str = "",
+    title: str = "",
+    fork_from: Message | None = None,
+) -> Thread:
+    """The owner's thread on ``channel``, created if new; another owner's channel is NotFound, never appended to."""
+    thread = Thread.objects.filter(channel=channel).first()
+    if thread is None:
+        try:
+            with transaction.atomic():
+                thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
+                thread.source_format, thread.source_path, thread.source_session_id = (
+                    source_format,
+                    source_path[:1000],
+                    session_id[:255],
+                )
+                thread.save(update_fields=["source_format", "source_path", "source_session_id"])
+                return thread
+        except Conflict:  # created meanwhile: check whose it is
+            thread = Thread.objects.get(channel=channel)
+    if thread.owner_id != owner.pk:
+        raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
+    return thread
+
+
+class ThreadWriter:
+    """Batches one thread's items into ``messages_store``; boundaries and summaries go to their services."""
+
+    def __init__(self, *, report: ImportReport, thread_factory: Callable[[], Thread], origin: str) -> None:
+        self.report = report
+        self._thread_factory = thread_factory
+        self.thread: Thread | None = None
+        self.origin = origin
+        self._batch: list[services.MessageIn] = []
+        self._batch_ids: set[str] = set()
+
+    def _thread(self) -> Thread:
+        if self.thread is None:
+            self.thread = self._thread_factory()
+            self.report.channel(self.thread.channel)
+        return self.thread
+
+    def add(self, item: Item) -> None:
+        if isinstance(item, Msg):
+            if item.message.source_id in self._batch_ids:
+                self.flush()
+            self._batch.append(item.message)
+            self._batch_ids.add(item.message.source_id)
+            if len(self._batch) >= BATCH_SIZE:
+                self.flush()
+        elif isinstance(item, Boundary):
+            self.flush()
+            if generation_close_imported(thread=self._thread(), event=item.event):
+                self.report.messages_new += 1
+            else:
+                self.report.messages_known += 1
+        elif isinstance(item, Summary):
+            self.flush()
+            if generation_summary_imported(thread=self._thread(), summary=item.message, origin=self.origin):
+                self.report.messages_new += 1
+            else:
+                self.report.messages_known += 1
+
+    def flush(self) -> None:
+        if not self._batch:
+            return
+        thread = self._thread()
+        batch, self._batch, self._batch_ids = self._batch, [], set()
+        next_seq = Thread.objects.values_list("next_seq", flat=True).get(pk=thread.pk)
+        stored = services.messages_store(thread=thread, messages=batch, run_hooks=False)
+        for message_in, row in zip(batch, stored, strict=True):
+            if row.seq >= next_seq:
+                self.report.messages_new += 1
+                continue
+            self.report.messages_known += 1
+            if row.content != message_in.content or row.tool_calls != message_in.tool_calls:
+                message_grow_imported(thread=thread, message_id=row.id, message=message_in)
+                self.report.messages_grown += 1
+
+    def finish(self) -> None:
+        self.flush()
+        if self.thread is not None:
+            # Embeddings and the automatic compaction check, once per file, not per batch.
+            services.after_append(self.thread)
+
+
+class FileImport:
+    """One file being imported: its cursor (byte offset, line number), its parser and its writer(s)."""
+
+    def __init__(
+        self,
+        *,
+        path: Path,
+        fmt: str,
+        owner: AbstractBaseUser,
+        report: ImportReport,
+        channel: str | None = None,
+        source_path: str | None = None,
+        on_problem: Callable[[str], None] | None = None,
+    ) -> None:
+        if fmt not in FORMATS:
+            raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+        self.path, self.fmt, self.owner, self.report = path, fmt, owner, report
+        self.channel = channel
+        self.source_path = source_path or str(path)
+        self.on_problem = on_problem
+        self.offset = 0
+        self.line_number = 0
+        self.parser = claude_code.ClaudeCodeParser()
+        self.writer = ThreadWriter(report=report, thread_factory=self._claude_thread, origin=CLAUDE_CODE)
+        report.files += 1
+
+    def step(self, *, final: bool, progress: Callable[[int], None] | None = None) -> int:
+        """Import the complete lines written since the last step; answer the bytes consumed."""
+        start = reported = self.offset
+        with self.path.open("rb") as handle:
+            for line in read_complete_lines(handle, offset=self.offset, line_number=self.line_number, final=final):
+                self.report.lines += 1
+                if self.fmt == CLAUDE_CODE:
+                    self._take(self.parser.feed(line), self.writer)
+                else:
+                    self._conversation(line)
+                self.offset, self.line_number = line.end_offset, line.number
+                if progress is not None and line.number % 256 == 0:
+                    progress(self.offset - reported)
+                    reported = self.offset
+        if self.fmt == CLAUDE_CODE:
+            self._take(self.parser.flush(), self.writer)
+            self.writer.finish()
+        if progress is not None:
+            progress(self.offset - reported)
+        self.report.bytes += self.offset - start
+        return self.offset - start
+
+    def _take(self, items: list[Item], writer: ThreadWriter) -> None:
+        for item in items:
+            if isinstance(item, Problem):
+                text = self.report.problem(self.source_path, item.line, item.reason)
+                if self.on_problem is not None:
+                    self.on_problem(text)
+            else:
+                writer.add(item)
+
+    def _conversation(self, line: Line) -> None:
+        items = openai_chat.conversation_items(line)
+        if not items:
+            return
+        base = self.channel or f"openai:{Path(self.source_path).stem}"
+
+        def thread() -> Thread:
+            return thread_for_import(
+                owner=self.owner,
+                channel=f"{base}:{line.number}",
+                source_format=OPENAI,
+                source_path=self.source_path,
+                title=f"{Path(self.source_path).name} line {line.number}",
+            )
+
+        writer = ThreadWriter(report=self.report, thread_factory=thread, origin=OPENAI)
+        self._take(items, writer)
+        writer.finish()
+
+    # --- Claude Code threads -------------------------------------------------
+
+    def _claude_thread(self) -> Thread:
+        session_id = self.parser.session_id or self.path.stem
+        title = self.parser.slug or f"Claude Code session {session_id[:8]}"
+        if not is_subagent_file(self.path):
+            channel = self.channel or f"{CLAUDE_CODE}:{session_id}"
+            return thread_for_import(
+                owner=self.owner,
+                channel=channel,
+                source_format=CLAUDE_CODE,
+                source_path=self.source_path,
+                session_id=session_id,
+                title=title,
+            )
+        agent = self.path.stem  # agent-<agentId>
+        parent_session = self.path.parent.parent.name
+        parent_channel = self.channel or f"{CLAUDE_CODE}:{parent_session}"
+        parent = Thread.objects.filter(channel=parent_channel, owner=self.owner).first()
+        fork = subagent_fork_point(parent=parent, prompt=self.parser.first_user_text, agent=agent) if parent else None
+        return thread_for_import(
+            owner=self.owner,
+            channel=f"{parent_channel}:{agent}",
+            source_format=CLAUDE_CODE,
+            source_path=self.source_path,
+            session_id=session_id,
+            title=f"{title} · {agent}",
+            fork_from=fork,
+        )
+
+
+def subagent_fork_point(*, parent: Thread, prompt: str | None, agent: str) -> Message | None:
+    """The parent's assistant message whose Task call started the subagent (its prompt is the subagent's first).
+
+    Claude Code's own compaction agent (``agent-acompact-*``) has no Task
+    call: it forks at the last message of the generation it summarized.
+    """
+    if prompt:
+        message_id = (
+            ToolArgument.objects.filter(thread=parent, tool_name__in=TASK_TOOL_NAMES, path="prompt", value=prompt)
+            .order_by("message_id")
+            .values_list("message_id", flat=True)
+            .first()
+        )
+        if message_id is not None:
+            return Message.objects.get(pk=message_id)
+    if agent.startswith("agent-acompact"):
+        closed = Generation.objects.filter(thread=parent, state=Generation.State.CLOSED).order_by("-number").first()
+        if closed is not None:
+            last = Message.objects.filter(thread=parent, generation=closed.number).exclude(
+                kind=Message.Kind.MACHINE_EVENT
+            )
+            return last.order_by("-seq").first()
+    return None
+
+
+def import_paths(
+    *,
+    paths: list[Path],
+    fmt: str,
+    owner: AbstractBaseUser,
+    channel: str | None = None,
+    source_path: str | None = None,
+    on_problem: Callable[[str], None] | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing)."""
+    report = ImportReport()
+    files = [f for p in paths for f in session_files(p, fmt=fmt)]
+    if channel and fmt == CLAUDE_CODE and sum(1 for f in files if not is_subagent_file(f)) > 1:
+        raise InvalidInput("--channel names one thread: give it with one session file only", field="channel")
+    for path in files:
+        FileImport(
+            path=path,
+            fmt=fmt,
+            owner=owner,
+            report=report,
+            channel=channel,
+            source_path=source_path,
+            on_problem=on_problem,
+        ).step(final=True, progress=progress)
+    return report

@@ -1,0 +1,107 @@
+"""API uploads: keep the JSONL, check it is JSONL, import it inline or in a task (``tasks.import_run_task``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from threadmem.errors import DomainError, InvalidInput
+from threadmem.imports.records import FORMATS
+from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
+from threadmem.models import Import
+
+
+def _check_jsonl(path: Path) -> None:
+    """Every non-blank line a JSON object, at least one of them; else InvalidInput naming the first bad line."""
+    seen = 0
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except ValueError as exc:
+                raise InvalidInput(
+                    f"the upload is not JSONL: line {number} is not JSON ({exc})", field="file"
+                ) from None
+            if not isinstance(record, dict):
+                raise InvalidInput(f"the upload is not JSONL: line {number} is not a JSON object", field="file")
+            seen += 1
+    if not seen:
+        raise InvalidInput("the upload is empty: expected JSONL, one record a line", field="file")
+
+
+def import_upload(
+    *, owner: AbstractBaseUser, fmt: str, name: str, chunks: Iterable[bytes], channel: str = ""
+) -> Import:
+    """Store the upload and create its Import; run it now if small, else enqueue its task after commit."""
+    if fmt not in FORMATS:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+    folder = Path(settings.THREADMEM_IMPORT_DIR)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{secrets.token_hex(12)}.jsonl"
+    size = 0
+    with path.open("wb") as handle:
+        for chunk in chunks:
+            size += len(chunk)
+            handle.write(chunk)
+    try:
+        _check_jsonl(path)
+    except InvalidInput:
+        path.unlink(missing_ok=True)
+        raise
+    record = Import.objects.create(
+        owner=owner, format=fmt, name=name[:1000], path=str(path), size=size, channel=channel[:255]
+    )
+    if size <= settings.THREADMEM_IMPORT_INLINE_BYTES:
+        import_run(import_id=record.pk, raise_errors=True)
+    else:
+        from threadmem.imports.tasks import import_run_task
+
+        transaction.on_commit(lambda: import_run_task.delay(record.pk))
+    record.refresh_from_db()
+    return record
+
+
+def import_run(*, import_id: int, raise_errors: bool = False) -> None:
+    """Claim the pending import, run it, record the outcome; a vanished or claimed one exits quietly."""
+    if not Import.objects.filter(pk=import_id, status=Import.Status.PENDING).update(status=Import.Status.RUNNING):
+        return
+    record = Import.objects.select_related("owner").get(pk=import_id)
+    outcome: dict[str, object] = {"status": Import.Status.SUCCEEDED}
+    try:
+        report = import_paths(
+            paths=[Path(record.path)],
+            fmt=record.format,
+            owner=record.owner,
+            channel=record.channel or None,
+            source_path=f"upload:{record.name or record.pk}",
+        )
+        outcome.update(
+            channels=report.channels,
+            lines_read=report.lines,
+            lines_skipped=report.skipped,
+            messages_imported=report.messages_new,
+            messages_known=report.messages_known,
+            errors=report.problems[:MAX_REPORTED_PROBLEMS],
+        )
+    except DomainError as exc:
+        outcome.update(status=Import.Status.FAILED, error=exc.message)
+        if raise_errors:
+            _finish(record, outcome)
+            raise
+    _finish(record, outcome)
+
+
+def _finish(record: Import, outcome: dict[str, object]) -> None:
+    Import.objects.filter(pk=record.pk).update(finished_at=timezone.now(), path="", **outcome)
+    with contextlib.suppress(OSError):
+        Path(record.path).unlink(missing_ok=True)
