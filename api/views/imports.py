@@ -90,7 +90,11 @@ class ImportDetailView(APIView):
         imports = Import.objects.all()
         if not selectors.is_operator(request.user):
             imports = imports.filter(owner=request.user)
-        record = imports.filter(pk=int(import_id)).first() if import_id.isdigit() and len(import_id) < 19 else None
+        record = (
+            imports.filter(pk=int(import_id)).first()
+            if import_id.isascii() and import_id.isdigit() and len(import_id) < 19
+            else None
+        )
         if record is None:
             raise NotFound(f"import {import_id!r} not found")
         return Response(ImportSerializer(record).data)
