@@ -26,7 +26,7 @@ the floor). Then thread search in ordinary threads of the store (median, 90th
 and 99th percentile size), with the statement search picks for them (a scan
 of the thread) beside the trigram indexes forced. Global rows say whether the
 index answered, or the search fell back to the newest messages / ran out of
-its time budget (threadmem.search.literal).
+its time budget (threadmem/search/literal/plan.py).
 The load average is printed before and after: on two shared cores every
 figure moves with whatever else runs.
 

@@ -31,7 +31,7 @@ class SearchScope:
     # Global scope of a non-operator, resolved to the readable threads (their
     # own, not isolated) so the literal SQL filters messages by an indexed
     # column instead of joining every thread. None for an operator: the
-    # literal SQL leaves out the isolated threads itself (literal.scope_sql).
+    # literal SQL leaves out the isolated threads itself (literal/filters.py, scope_sql).
     readable_thread_ids: tuple[int, ...] | None = None
     # Thread scope: an upper bound of the bytes of text in it (the threads'
     # running totals, models.Generation.visible_chars). The literal part on
@@ -47,7 +47,7 @@ class SearchScope:
 
         The filter every path applies: ``messages()`` here and the semantic
         retriever (``embeddings/retrieve.py``) use it as it is; the literal
-        part's SQL mirrors it (``literal.searchable_sql``/``scope_sql``) and
+        part's SQL mirrors it (``literal/filters.py``: ``searchable_sql``/``scope_sql``) and
         the tests pin the paths together.
         """
         condition = searchable_q(prefix)
