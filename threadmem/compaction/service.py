@@ -32,6 +32,7 @@ import os
 import secrets
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -39,6 +40,7 @@ from functools import partial
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
@@ -82,10 +84,16 @@ def lease_duration() -> timedelta:
 # --- request ----------------------------------------------------------------
 
 
-def _enqueue(compaction: Compaction) -> None:
-    from threadmem.compaction.tasks import compaction_run_task
+# Sends a compaction to the worker: tasks.compaction_enqueue, which apps.py
+# hands over when the app is ready. The task module imports this one, so this
+# one does not import it back.
+run_enqueuer: Callable[[Compaction], None] | None = None
 
-    compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+
+def _enqueue(compaction: Compaction) -> None:
+    if run_enqueuer is None:
+        raise ImproperlyConfigured("compaction has no task to enqueue: threadmem's AppConfig.ready() sets it")
+    run_enqueuer(compaction)
 
 
 def _looks_abandoned(compaction: Compaction, now: datetime) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from threadmem.lib.windows import Window, min_window_chars
+from threadmem.scope import GLOBAL_CHANNEL
 
 THREAD_SEARCH_MAX_CHARS = 12_000
 THREAD_LITERAL_MAX_CHARS = 8_000
@@ -92,7 +93,6 @@ COVERAGE_LINES = {
 }
 SEMANTIC_HEADING = "## Other memory results"
 TRUNCATED_LINE = "[search results truncated]"
-GLOBAL_CHANNEL = "*"
 
 
 @dataclass(frozen=True)

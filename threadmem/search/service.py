@@ -11,11 +11,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from threadmem.errors import DomainError, InvalidInput
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.models import ToolCall
+from threadmem.scope import resolve_scope
 from threadmem.search import semantic
 from threadmem.search.bounded import QUERY_MAX_CHARS, Coverage, Hit, MatchedBy, header_lines, merge
 from threadmem.search.literal import literal_search
 from threadmem.search.log import tool_call_log, tool_call_refused
-from threadmem.search.scope import resolve_scope
 
 CHANNEL_MAX_CHARS = 255
 

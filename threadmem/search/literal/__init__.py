@@ -20,6 +20,7 @@ Measurements and history: docs/search.md.
 
 from __future__ import annotations
 
+from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     SEARCH_COUNT_LIMIT,
     Candidate,
@@ -41,7 +42,6 @@ from threadmem.search.literal.dialects import (
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.plan import MatchPlan, choose_plan, run_plan
 from threadmem.search.literal.windows import cut_windows, window_at
-from threadmem.search.scope import SearchScope
 
 __all__ = [
     "Dialect",

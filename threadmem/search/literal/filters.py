@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from threadmem.models import Message
+from threadmem.scope import SearchScope
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.scope import SearchScope
 
 
 def searchable_sql(alias: str) -> tuple[str, list[Any]]:

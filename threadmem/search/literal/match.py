@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.db import connection
 
+from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     GLOBAL_RECENT_BYTES,
     GLOBAL_RECENT_IDS,
@@ -27,7 +28,6 @@ from threadmem.search.bounded import (
 )
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
-from threadmem.search.scope import SearchScope
 
 
 class MatchRow(NamedTuple):

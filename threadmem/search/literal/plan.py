@@ -14,6 +14,7 @@ from typing import NamedTuple, assert_never
 
 from django.conf import settings
 
+from threadmem.scope import SearchScope
 from threadmem.search.bounded import Coverage, MatchedBy
 from threadmem.search.literal.budget import index_budget_ms, recent_budget_ms, thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import Dialect
@@ -26,7 +27,6 @@ from threadmem.search.literal.match import (
     scan_match_sql,
     spellings,
 )
-from threadmem.search.scope import SearchScope
 
 
 class MatchPlan(StrEnum):
