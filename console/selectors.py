@@ -36,7 +36,6 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
-from api.serializers import message_data
 from threadmem.models import (
     Compaction,
     EmbeddingProgress,
@@ -47,6 +46,7 @@ from threadmem.models import (
     ToolArgument,
     ToolCall,
 )
+from threadmem.render import message_data
 
 THREADS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100

@@ -20,6 +20,7 @@ Measurements and history: docs/search.md.
 
 from __future__ import annotations
 
+from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     SEARCH_COUNT_LIMIT,
@@ -70,7 +71,7 @@ def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
         return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
     candidates = [row.candidate() for row in rows]
     # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
-    cut: dict[WindowKey, object] = {
+    cut: dict[WindowKey, tuple[int, Window] | None] = {
         ((row.message_id, row.arg_id), row.term): window_at(row.position, row.piece)
         for row in rows
         if row.position is not None

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from django.db import connection
 
-from threadmem.lib.windows import window_from_slice
+from threadmem.lib.windows import Window, window_from_slice
 from threadmem.search.bounded import (
     TAIL_MARK,
     WINDOW_CHARS,
@@ -116,7 +116,7 @@ def window_sql_all(
     return statement, [*params, *searchable_params, *searchable_params]
 
 
-def window_at(position: int | None, piece: str | None) -> tuple[int, Any] | None:
+def window_at(position: int | None, piece: str | None) -> tuple[int, Window] | None:
     """(position, Window) from what the database cut, or None when the field no longer matches."""
     if not position:
         return None
@@ -129,8 +129,8 @@ def cut_windows(
     *,
     budget: int,
     dialect: Dialect,
-    cut: Mapping[WindowKey, Any],
-) -> dict[WindowKey, Any]:
+    cut: Mapping[WindowKey, tuple[int, Window] | None],
+) -> dict[WindowKey, tuple[int, Window] | None]:
     """(field, term) -> (position, Window), or None when the field no longer matches.
 
     Pairs the walk did not reach are absent: they cannot be listed. ``cut``
@@ -142,7 +142,7 @@ def cut_windows(
         return {}
     if all(pair in cut for _, pair in pairs):
         return {pair: cut[pair] for _, pair in pairs}
-    cut_here: dict[WindowKey, Any] = {}
+    cut_here: dict[WindowKey, tuple[int, Window] | None] = {}
     if dialect.vendor == "postgresql":
         first_candidate: dict[tuple[int, int], Candidate] = {}
         for candidate in candidates:
