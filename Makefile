@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector pg-extension
+.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -52,6 +52,10 @@ test: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The runtime requirements alone start a worker on Redis and on RabbitMQ (CI runs this).
+check-runtime: | python
+	bash scripts/check-runtime-brokers.sh $(PYTHON)
 
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .

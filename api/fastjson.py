@@ -12,6 +12,8 @@ from rest_framework.parsers import JSONParser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
+from threadmem.lib.storable import json_clipped
+
 _fallback = JSONEncoder()
 
 
@@ -23,9 +25,23 @@ class FastJSONParser(JSONParser):
             raise ParseError(f"JSON parse error - {exc}") from None
 
 
+class SafeJSONParser(JSONParser):
+    """DRF's JSON parser, with a body nested past Python's recursion limit answered as a parse error (400)."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the body nests too deeply") from None
+
+
 class FastJSONRenderer(JSONRenderer):
     def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
         if data is None:
             return b""
         # Lazy translation strings, decimals and the like go through DRF's own encoder.
-        return orjson.dumps(data, default=_fallback.default)
+        try:
+            return orjson.dumps(data, default=_fallback.default)
+        except orjson.JSONEncodeError:
+            # A value nested past orjson's limit, stored before appends refused one.
+            return orjson.dumps(json_clipped(data), default=_fallback.default)

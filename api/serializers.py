@@ -98,6 +98,7 @@ class MessageSerializer(serializers.ModelSerializer):
             "tool_calls",
             "tool_call_id",
             "session_id",
+            "source_id",
             "model_visible",
             "isolated",
             "superseded_by",
@@ -171,6 +172,15 @@ class MessageRequest(serializers.Serializer):
         max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True, help_text="tool results: the call answered"
     )
     session_id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True)
+    source_id = serializers.CharField(
+        max_length=ID_FIELD_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        help_text=(
+            "the client's own id for this message, unique in the thread: an append that repeats a stored "
+            "source_id stores nothing new for it and answers with the stored message, so retries never duplicate"
+        ),
+    )
     kind = serializers.ChoiceField(
         # The stored choices, so the schema has one enum for kind; "summary" answers 400.
         choices=Message.Kind.choices,

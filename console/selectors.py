@@ -36,6 +36,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
+from threadmem.lib.storable import text_problem
 from threadmem.models import (
     Compaction,
     EmbeddingProgress,
@@ -129,6 +130,8 @@ def thread_get(*, thread_id: int) -> Thread:
 
 
 def thread_id_for_channel(*, channel: str) -> int:
+    if text_problem(channel):  # no stored channel has one, and PostgreSQL refuses a NUL in a query
+        raise Http404("no thread with that channel")
     thread_id = Thread.objects.filter(channel=channel).values_list("id", flat=True).first()
     if thread_id is None:
         raise Http404(f"no thread with channel {channel!r}")

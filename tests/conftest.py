@@ -132,6 +132,14 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    """Each test starts with an empty cache: the agent-turn throttle counts there, and user ids repeat across tests."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 # --- console (server-rendered pages): session-authenticated test clients ---
 
 

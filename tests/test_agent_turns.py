@@ -543,3 +543,18 @@ def test_it_runs_at_most_the_per_step_cap_of_tool_calls_and_answers_the_rest(thr
     assert all(m.content.startswith(HEADER) for m in results[:cap])
     assert all(m.content.startswith("error: not run") and str(cap) in m.content for m in results[cap:])
     assert ToolCall.objects.count() == cap
+
+
+@pytest.mark.django_db
+def test_it_throttles_turns_per_caller_with_429(owner_api, other_api, owner, monkeypatch, fake_openai):
+    from rest_framework.throttling import ScopedRateThrottle
+
+    # DRF reads the rates once, at import: the class attribute is what a request sees.
+    monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"turns": "2/min"})
+    make_thread(owner, "slack:C042/throttled")
+    url = "/api/v1/threads/slack:C042/throttled/turns/"
+    fake_openai.push_chat("first")
+    fake_openai.push_chat("second")
+    answers = [owner_api.post(url, {"content": "hi"}, format="json").status_code for _ in range(3)]
+    assert answers == [200, 200, 429]
+    assert other_api.post(url, {"content": "hi"}, format="json").status_code == 404  # counted per caller

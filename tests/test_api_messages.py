@@ -24,6 +24,7 @@ MESSAGE_FIELDS = {
     "tool_calls",
     "tool_call_id",
     "session_id",
+    "source_id",
     "model_visible",
     "isolated",
     "superseded_by",
@@ -211,7 +212,7 @@ BAD_BODIES = [
     pytest.param(
         {"role": "assistant", "tool_calls": [{"id": "c", "name": "shell", "arguments": {"command": "ls\u0000"}}]},
         400,
-        "tool_calls[0] contains a NUL",
+        "tool_calls[0].arguments contains a NUL",
         id="nul-tool-args",
     ),
     pytest.param(

@@ -23,8 +23,8 @@ def test_it_generates_a_valid_schema_without_warnings(tmp_path):
 
 
 @pytest.mark.django_db
-def test_it_serves_the_schema_of_threads_messages_and_context():
-    response = APIClient().get("/api/v1/schema/", {"format": "json"})
+def test_it_serves_the_schema_of_threads_messages_and_context(owner_api):
+    response = owner_api.get("/api/v1/schema/", {"format": "json"})
     assert response.status_code == 200
     schema = response.json()
     assert schema["openapi"].startswith("3.")
@@ -45,8 +45,9 @@ def test_it_serves_the_schema_of_threads_messages_and_context():
 
 
 @pytest.mark.django_db
-def test_it_serves_swagger_ui_from_local_assets():
+def test_it_serves_swagger_ui_from_local_assets(settings):
     client = APIClient()
+    settings.THREADMEM_PUBLIC_SCHEMA = True
     response = client.get("/api/v1/docs/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -57,3 +58,11 @@ def test_it_serves_swagger_ui_from_local_assets():
     assert not [src for src in scripts if src.startswith(("http:", "https:", "//"))], scripts
     asset = client.get(bundle[0])
     assert asset.status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/api/v1/schema/", "/api/v1/docs/"])
+def test_it_keeps_the_schema_from_anonymous_callers_unless_made_public(path, settings):
+    assert APIClient().get(path).status_code == 401
+    settings.THREADMEM_PUBLIC_SCHEMA = True
+    assert APIClient().get(path).status_code == 200

@@ -32,3 +32,9 @@ class PermissionDenied(DomainError):
 
 class Conflict(DomainError):
     status_code = 409
+
+
+class ServiceUnavailable(DomainError):
+    """A part the service needs (the task broker) cannot be reached; nothing was changed, try again."""
+
+    status_code = 503

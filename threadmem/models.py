@@ -104,6 +104,10 @@ class Message(models.Model):
     tool_calls = models.JSONField(default=list, blank=True)
     tool_call_id = models.CharField(max_length=255, blank=True, default="")
     session_id = models.CharField(max_length=255, blank=True, default="")
+    # The message's id where it came from: a client's own message id, an
+    # imported record's uuid. Unique in its thread, so a retried append or a
+    # re-imported file stores nothing twice ("" means none was given).
+    source_id = models.CharField(max_length=255, blank=True, default="")
     model_visible = models.BooleanField(default=True)
     isolated = models.BooleanField(default=False)
     superseded_by = models.ForeignKey(
@@ -113,7 +117,12 @@ class Message(models.Model):
 
     class Meta:
         ordering = ["thread_id", "seq"]
-        constraints = [models.UniqueConstraint(fields=["thread", "seq"], name="message_unique_seq")]
+        constraints = [
+            models.UniqueConstraint(fields=["thread", "seq"], name="message_unique_seq"),
+            models.UniqueConstraint(
+                fields=["thread", "source_id"], condition=~Q(source_id=""), name="message_unique_source_id"
+            ),
+        ]
         indexes = [models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq")]
 
     def __str__(self) -> str:
@@ -143,6 +152,8 @@ def searchable_q(prefix: str = "") -> Q:
 
 
 SEARCHABLE = searchable_q()
+# What the model sees of a generation (selectors.context_messages): machine events and summaries included.
+MODEL_VISIBLE = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
 
 
 class ToolArgument(models.Model):

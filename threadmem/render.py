@@ -18,24 +18,30 @@ from threadmem.services import StoredMessage
 _DATETIME = DateTimeField()
 
 
-def message_data(message: Message | StoredMessage, *, created_at: str | None = None) -> dict[str, Any]:
+def message_data(
+    message: Message | StoredMessage, *, created_at: str | None = None, hide_isolated: bool = False
+) -> dict[str, Any]:
     """``api.serializers.MessageSerializer(message).data`` without DRF's per-field machinery.
 
     Batch appends answer with every stored message; at 1,000 messages a batch
     the generic serializer costs a noticeable share of the request
     (bench/ingest.py). tests/test_api_messages.py pins that both agree.
     ``created_at`` is the rendered time when the caller has it already.
+    ``hide_isolated``: an isolated message keeps its place and flags, without
+    its content or tool calls (non-staff callers hold the agent's token, SPEC §1).
     """
+    hidden = hide_isolated and message.isolated
     return {
         "id": message.id,
         "generation": message.generation,
         "seq": message.seq,
         "role": message.role,
         "kind": message.kind,
-        "content": message.content,
-        "tool_calls": message.tool_calls,
+        "content": "" if hidden else message.content,
+        "tool_calls": [] if hidden else message.tool_calls,
         "tool_call_id": message.tool_call_id,
         "session_id": message.session_id,
+        "source_id": message.source_id,
         "model_visible": message.model_visible,
         "isolated": message.isolated,
         "superseded_by": message.superseded_by_id,
@@ -43,7 +49,7 @@ def message_data(message: Message | StoredMessage, *, created_at: str | None = N
     }
 
 
-def messages_data(messages: Sequence[Message | StoredMessage]) -> list[dict[str, Any]]:
+def messages_data(messages: Sequence[Message | StoredMessage], *, hide_isolated: bool = False) -> list[dict[str, Any]]:
     """``message_data`` of each, rendering each distinct created_at once.
 
     One append stamps all its messages with the same time, and rendering it
@@ -56,5 +62,5 @@ def messages_data(messages: Sequence[Message | StoredMessage]) -> list[dict[str,
         created_at = rendered.get(message.created_at)
         if created_at is None:
             created_at = rendered[message.created_at] = _DATETIME.to_representation(message.created_at)
-        data.append(message_data(message, created_at=created_at))
+        data.append(message_data(message, created_at=created_at, hide_isolated=hide_isolated))
     return data

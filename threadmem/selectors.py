@@ -16,7 +16,8 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 
 from threadmem.errors import InvalidInput, NotFound
-from threadmem.models import SEARCHABLE, Generation, Message, Thread
+from threadmem.lib.storable import text_problem
+from threadmem.models import MODEL_VISIBLE, SEARCHABLE, Generation, Message, Thread
 
 
 def is_operator(user: AbstractBaseUser) -> bool:
@@ -32,8 +33,8 @@ def thread_list_for(*, user: AbstractBaseUser) -> QuerySet[Thread]:
 
 
 def thread_get_for(*, user: AbstractBaseUser, channel: str) -> Thread:
-    if not isinstance(channel, str) or "\x00" in channel:
-        # No stored channel has a NUL, and PostgreSQL refuses one in a query.
+    if not isinstance(channel, str) or text_problem(channel):
+        # No stored channel has a NUL or a lone surrogate, and PostgreSQL refuses both in a query.
         raise NotFound(f"thread {channel!r} not found")
     try:
         return thread_list_for(user=user).get(channel=channel)
@@ -162,27 +163,31 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def context_messages(thread: Thread) -> list[Message]:
-    """What the model sees now: the current generation's summary and model-visible messages.
+def context_messages(thread: Thread, generation: int | None = None, upto_seq: int | None = None) -> list[Message]:
+    """What the model sees of a generation (default: the current one), up to ``upto_seq`` if given.
 
-    A fork in its first generation starts with its parent's context at the
-    fork point. Isolated, superseded and model-invisible messages are left
-    out; machine events stay (the framework injected them for the model).
+    The generation's summary leads, then its model-visible messages in seq
+    order; machine events stay (the framework injected them for the model),
+    isolated, superseded and model-invisible messages are left out. A fork
+    still in the generation it was forked at starts with its parent's context
+    at the fork point, unless the parent is isolated (then it is out of the
+    fork's search scope and out of its context alike). Agent turns, the
+    context endpoint and compaction all read it here.
     """
-    visible = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
-    own = list(Message.objects.filter(visible, thread=thread, generation=thread.current_generation).order_by("seq"))
-    inherited: list[Message] = []
-    if thread.parent_id is not None and thread.fork_message_id is not None:
-        fork = Message.objects.only("generation", "seq").get(pk=thread.fork_message_id)
-        if fork.generation == thread.current_generation and not any(m.kind == Message.Kind.SUMMARY for m in own):
-            parent = Thread.objects.get(pk=thread.parent_id)
-            inherited = [m for m in context_messages_upto(parent, fork.generation, fork.seq)]
+    number = thread.current_generation if generation is None else generation
+    messages = Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=number)
+    if upto_seq is not None:
+        messages = messages.filter(seq__lte=upto_seq)
+    own = list(messages.order_by("seq"))
     # The summary opens the generation even when late arrivals of the
     # previous one (moved here by compaction) carry a lower seq.
     own.sort(key=lambda m: (m.kind != Message.Kind.SUMMARY, m.seq))
-    return inherited + own
-
-
-def context_messages_upto(thread: Thread, generation: int, max_seq: int) -> list[Message]:
-    visible = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
-    return list(Message.objects.filter(visible, thread=thread, generation=generation, seq__lte=max_seq).order_by("seq"))
+    if thread.parent_id is None or thread.fork_message_id is None or any(m.kind == Message.Kind.SUMMARY for m in own):
+        return own
+    fork = Message.objects.only("generation", "seq").get(pk=thread.fork_message_id)
+    if fork.generation != number:
+        return own
+    parent = Thread.objects.get(pk=thread.parent_id)
+    if parent.isolated:
+        return own
+    return context_messages(parent, fork.generation, fork.seq) + own

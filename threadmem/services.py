@@ -8,7 +8,10 @@ same ones.
 from __future__ import annotations
 
 import json
+import logging
+import math
 import secrets
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +25,7 @@ from django.utils import timezone
 
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
 from threadmem.lib.jsonleaves import string_leaves
+from threadmem.lib.storable import json_problem, text_problem
 from threadmem.models import Generation, IsolationEvent, Message, Thread, ToolArgument
 
 CHANNEL_MAX_CHARS = 255
@@ -43,7 +47,10 @@ MESSAGE_FIELDS = {
     "kind",
     "model_visible",
     "supersedes",
+    "source_id",
 }
+
+logger = logging.getLogger(__name__)
 
 # Called after messages land, with the thread; compaction registers its
 # automatic trigger here so this module does not import it.
@@ -58,8 +65,9 @@ def _check_text(value: Any, *, name: str, max_chars: int | None = None, allow_em
         value = ""
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be a string", field=name)
-    if "\x00" in value:
-        raise InvalidInput(f"{name} contains a NUL character, which cannot be stored", field=name)
+    problem = text_problem(value)
+    if problem:
+        raise InvalidInput(f"{name} {problem}", field=name)
     if not allow_empty and not value.strip():
         raise InvalidInput(f"{name} must not be empty", field=name)
     if max_chars is not None and len(value) > max_chars:
@@ -67,14 +75,29 @@ def _check_text(value: Any, *, name: str, max_chars: int | None = None, allow_em
     return value
 
 
-def _contains_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_contains_nul(v) for v in value)
-    return False
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is out of range for a JSON number")
+    return number
+
+
+def _not_a_number(text: str) -> None:
+    raise ValueError(f"{text} is not a JSON value")
+
+
+def _parse_arguments(text: str, *, where: str, name: str) -> Any:
+    """String-form arguments (the OpenAI wire shape) as strict JSON: no NaN, no infinities."""
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text, parse_float=_finite_float, parse_constant=_not_a_number)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{where}.arguments is not valid JSON: {exc.msg}", field=name) from None
+    except ValueError as exc:  # a non-finite number, or an integer past Python's digit limit
+        raise InvalidInput(f"{where}.arguments is not valid JSON: {exc}", field=name) from None
+    except RecursionError:
+        raise InvalidInput(f"{where}.arguments nests too deeply", field=name) from None
 
 
 def _check_tool_calls(value: Any, *, name: str) -> list[dict[str, Any]]:
@@ -106,14 +129,15 @@ def _check_tool_calls(value: Any, *, name: str) -> list[dict[str, Any]]:
         if arguments is None:
             arguments = {}
         if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{where}.arguments is not valid JSON: {exc.msg}", field=name) from None
+            arguments = _parse_arguments(arguments, where=where, name=name)
         if not isinstance(arguments, dict):
             raise InvalidInput(f"{where}.arguments must be a JSON object", field=name)
-        if _contains_nul(arguments) or "\x00" in call_id or "\x00" in call_name:
-            raise InvalidInput(f"{where} contains a NUL character, which cannot be stored", field=name)
+        for part, problem in (("id", text_problem(call_id)), ("name", text_problem(call_name))):
+            if problem:
+                raise InvalidInput(f"{where}.{part} {problem}", field=name)
+        problem = json_problem(arguments)
+        if problem:
+            raise InvalidInput(f"{where}.arguments {problem}", field=name)
         calls.append({"id": call_id, "name": call_name, "arguments": arguments})
     return calls
 
@@ -128,6 +152,7 @@ class MessageIn:
     kind: str = Message.Kind.MESSAGE
     model_visible: bool = True
     supersedes: int | None = None
+    source_id: str = ""
     # UTF-8 bytes of content and tool-call arguments (the size limit's measure).
     size: int = 0
 
@@ -153,6 +178,7 @@ def message_parse(data: Any, *, position: str = "message") -> MessageIn:
         raise InvalidInput(f"{position}.tool_calls are only allowed on assistant messages", field="tool_calls")
     tool_call_id = _check_text(data.get("tool_call_id"), name=f"{position}.tool_call_id", max_chars=ID_FIELD_MAX_CHARS)
     session_id = _check_text(data.get("session_id"), name=f"{position}.session_id", max_chars=ID_FIELD_MAX_CHARS)
+    source_id = _check_text(data.get("source_id"), name=f"{position}.source_id", max_chars=ID_FIELD_MAX_CHARS)
     model_visible = data.get("model_visible", True)
     if not isinstance(model_visible, bool):
         raise InvalidInput(f"{position}.model_visible must be true or false", field="model_visible")
@@ -178,6 +204,7 @@ def message_parse(data: Any, *, position: str = "message") -> MessageIn:
         kind=kind,
         model_visible=model_visible,
         supersedes=supersedes,
+        source_id=source_id,
         size=size,
     )
 
@@ -194,16 +221,32 @@ def messages_parse(data: Any) -> list[MessageIn]:
         raise PayloadTooLarge(
             f"the batch has {len(data)} messages; the limit is {settings.THREADMEM_MAX_BATCH} (THREADMEM_MAX_BATCH)"
         )
-    return [message_parse(item, position=f"messages[{index}]") for index, item in enumerate(data)]
+    parsed = [message_parse(item, position=f"messages[{index}]") for index, item in enumerate(data)]
+    seen: set[str] = set()
+    for index, message in enumerate(parsed):
+        if message.source_id in seen:
+            raise InvalidInput(
+                f"messages[{index}].source_id {message.source_id!r} repeats an earlier message's", field="source_id"
+            )
+        if message.source_id:
+            seen.add(message.source_id)
+    return parsed
 
 
 # --- threads ----------------------------------------------------------------
 
 
 def _check_channel(channel: Any) -> str:
+    """The channel grammar: 1-255 characters, no surrounding whitespace, no control characters, no '*'
+    (search shows it for "every thread"), no '.' or '..' path segment (clients and proxies rewrite those in
+    URLs), and no last segment that names an API route."""
     channel = _check_text(channel, name="channel", max_chars=CHANNEL_MAX_CHARS, allow_empty=False)
-    if channel != channel.strip() or any(c in channel for c in "\r\n\t"):
+    if channel != channel.strip() or any(unicodedata.category(c) == "Cc" for c in channel):
         raise InvalidInput("channel must not have surrounding whitespace or control characters", field="channel")
+    if "*" in channel:
+        raise InvalidInput("channel must not contain '*': search results use it for every thread", field="channel")
+    if any(segment in (".", "..") for segment in channel.split("/")):
+        raise InvalidInput("channel must not have a '.' or '..' segment: URLs would resolve it away", field="channel")
     if "/" in channel and channel.endswith("/"):
         raise InvalidInput("channel must not end with '/'", field="channel")
     if "/" in channel and channel.rsplit("/", 1)[1] in CHANNEL_RESERVED_LAST_SEGMENTS:
@@ -316,6 +359,7 @@ class StoredMessage(NamedTuple):
     tool_calls: list[dict[str, Any]]
     tool_call_id: str
     session_id: str
+    source_id: str
     model_visible: bool
     isolated: bool
     superseded_by_id: int | None
@@ -350,7 +394,7 @@ _PG_RESERVE = (
 )
 _PG_COPY_MESSAGES = (
     "COPY threadmem_message (id, thread_id, generation, seq, role, kind, content, tool_calls, tool_call_id,"
-    " session_id, model_visible, isolated, created_at) FROM STDIN"
+    " session_id, source_id, model_visible, isolated, created_at) FROM STDIN"
 )
 _PG_COPY_TOOL_ARGUMENTS = f"COPY threadmem_toolargument ({', '.join(TOOL_ARGUMENT_COLUMNS)}) FROM STDIN"
 
@@ -397,6 +441,7 @@ def _store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -
                         m.tool_calls,
                         m.tool_call_id,
                         m.session_id,
+                        m.source_id,
                         m.model_visible,
                         False,
                         None,
@@ -415,6 +460,7 @@ def _store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -
                         json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else "[]",
                         m.tool_call_id,
                         m.session_id,
+                        m.source_id,
                         m.model_visible,
                         False,
                         created_at,
@@ -445,6 +491,7 @@ def _store_orm(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) 
                 tool_calls=m.tool_calls,
                 tool_call_id=m.tool_call_id,
                 session_id=m.session_id,
+                source_id=m.source_id,
                 model_visible=m.model_visible,
                 created_at=now,
             )
@@ -468,16 +515,25 @@ def messages_store(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: 
     transaction that inserts the rows: concurrent appends (and compaction,
     which moves ``current_generation`` under the same lock) serialize there.
 
+    A message whose ``source_id`` the thread already holds is not stored
+    again: the answer carries the stored one in its place, so a retried
+    append, or a re-imported file, adds only what is new.
+
     ``run_hooks=False`` defers the after-append hooks: an agent turn appends
     several times and runs them once, after its last append
     (``after_append``), so no compaction starts in the middle of a turn.
     """
     if not messages:
         raise InvalidInput("nothing to append")
-    superseded_ids = [m.supersedes for m in messages if m.supersedes is not None]
     now = timezone.now()
     store = _store_pg if connection.vendor == "postgresql" else _store_orm
     with transaction.atomic():
+        known = _stored_by_source_id(thread, messages)
+        if known:
+            asked, messages = messages, [m for m in messages if m.source_id not in known]
+            if not messages:
+                return [known[m.source_id] for m in asked]
+        superseded_ids = [m.supersedes for m in messages if m.supersedes is not None]
         if superseded_ids:
             found = set(Message.objects.filter(thread=thread, id__in=superseded_ids).values_list("id", flat=True))
             missing = sorted(set(superseded_ids) - found)
@@ -501,7 +557,24 @@ def messages_store(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: 
     thread.last_activity_at = now
     if run_hooks:
         after_append(thread)
+    if known:
+        new = iter(stored)
+        return [known[m.source_id] if m.source_id in known else next(new) for m in asked]
     return stored
+
+
+def _stored_by_source_id(thread: Thread, messages: Sequence[MessageIn]) -> dict[str, StoredMessage]:
+    """The thread's stored messages among the batch's source ids, read under the thread's row lock.
+
+    The lock makes a concurrent retry of the same batch wait for this one and
+    then find its messages; a batch without source ids costs nothing here.
+    """
+    source_ids = [m.source_id for m in messages if m.source_id]
+    if not source_ids:
+        return {}
+    Thread.objects.select_for_update().filter(pk=thread.pk).values_list("pk").first()
+    rows = Message.objects.filter(thread=thread, source_id__in=source_ids).values_list(*StoredMessage._fields)
+    return {row.source_id: row for row in map(StoredMessage._make, rows)}
 
 
 def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: bool = True) -> list[Message]:
@@ -517,9 +590,17 @@ def messages_append(*, thread: Thread, messages: Sequence[MessageIn], run_hooks:
 
 
 def after_append(thread: Thread) -> None:
-    """Run the after-append hooks (the automatic compaction check) for the thread."""
+    """Run the after-append hooks (the automatic compaction check, embedding) for the thread.
+
+    The messages are committed by now: a hook that fails (the broker is
+    down, the database connection dropped) is logged, never raised, so a
+    stored append never answers an error that would make a client retry it.
+    """
     for hook in after_append_hooks:
-        hook(thread)
+        try:
+            hook(thread)
+        except Exception:
+            logger.exception("after-append hook %s failed for thread %s; the messages are stored", hook, thread.pk)
 
 
 def message_lookup_in_thread(*, thread: Thread, message_id: Any) -> Message:

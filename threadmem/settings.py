@@ -188,7 +188,10 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 100,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["api.fastjson.SafeJSONParser"],
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
+    # Agent turns per caller (ScopedRateThrottle, counted in the cache: set CACHE_URL so every process shares it).
+    "DEFAULT_THROTTLE_RATES": {"turns": env_str("THREADMEM_TURNS_RATE", "30/min") or None},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "threadmem API",
@@ -198,6 +201,22 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "SERVE_PERMISSIONS": ["api.permissions.SchemaAccess"],
+}
+# The schema and Swagger UI answer anonymous callers only when this is on.
+THREADMEM_PUBLIC_SCHEMA = env_bool("THREADMEM_PUBLIC_SCHEMA", False)
+
+# The cache holds the agent-turn throttle's counts: per process by default,
+# shared by every web process with CACHE_URL=redis://... (production).
+_cache_url = env_str("CACHE_URL")
+if _cache_url and not _cache_url.startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL, got {_cache_url!r}")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": _cache_url}
+        if _cache_url
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
 }
 
 # --- Celery -----------------------------------------------------------------
@@ -294,6 +313,18 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
 }
+
+# Served over HTTPS (production): secure cookies, a redirect to HTTPS and HSTS;
+# `manage.py check --deploy` is clean with this on. Behind a proxy that ends
+# TLS, THREADMEM_PROXY_SSL_HEADER=true trusts its X-Forwarded-Proto.
+if env_bool("THREADMEM_HTTPS", False):
+    SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
+if env_bool("THREADMEM_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 if not DEBUG:
     SESSION_COOKIE_HTTPONLY = True

@@ -137,7 +137,7 @@ def _integer(value: Any, *, name: str) -> int:
         raise BadToolCall(f"{name} must be an integer", field=name)
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         return int(value.strip())
     raise BadToolCall(f"{name} must be an integer", field=name)
 

@@ -13,3 +13,7 @@ urlpatterns = [
     path("api/v1/", include("api.urls")),
     path("console/", include("console.urls")),
 ]
+
+# JSON on /api/ paths, Django's pages elsewhere.
+handler404 = "api.exceptions.not_found"
+handler500 = "api.exceptions.server_error"

@@ -86,9 +86,11 @@ class SearchView(JSONAPIView):
 def _offset(raw: str | None) -> int:
     if raw is None or raw == "":
         return 0
-    if not raw.strip().isdigit():
+    digits = raw.strip()
+    # isdigit() alone admits '²' and other digits int() refuses.
+    if not (digits.isascii() and digits.isdigit()):
         raise InvalidInput(f"offset must be a non-negative integer, got {raw!r}", field="offset")
-    return int(raw.strip())
+    return int(digits)
 
 
 class MessageView(JSONAPIView):

@@ -14,12 +14,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.fastjson import FastJSONParser, FastJSONRenderer
+from api.fastjson import FastJSONParser, FastJSONRenderer, SafeJSONParser
 from api.serializers import (
     ContextSerializer,
     ErrorSerializer,
@@ -57,6 +56,12 @@ class Pagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
+    def paginate_queryset(self, queryset: Any, request: Request, view: Any = None) -> list[Any] | None:
+        raw = request.query_params.get(self.page_query_param)
+        if raw not in (None, "", *self.last_page_strings) and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise InvalidInput(f"page must be a positive integer (1 is the first page), got {raw!r}", field="page")
+        return super().paginate_queryset(queryset, request, view)
+
 
 def body_object(request: Request, *, allowed: set[str], name: str = "the body") -> dict[str, Any]:
     """The JSON body as an object with no fields beyond ``allowed``."""
@@ -91,7 +96,7 @@ def fork_from_object(fork_from: Any) -> dict[str, Any]:
 class JSONAPIView(APIView):
     # Only JSON: a form-encoded body would otherwise parse into a QueryDict
     # and fail later with a less helpful message. Other types answer 415.
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
 
 class ThreadListView(JSONAPIView):
@@ -198,7 +203,10 @@ class MessageListView(JSONAPIView):
 
     @extend_schema(
         summary="List a thread's stored messages in seq order",
-        description="Every stored message, flags shown (isolated, model_visible, superseded_by, kind).",
+        description=(
+            "Every stored message, flags shown (isolated, model_visible, superseded_by, kind). For non-staff "
+            "callers an isolated message keeps its place and flags but comes without content or tool calls."
+        ),
         parameters=[
             CHANNEL_PARAMETER,
             OpenApiParameter("generation", int, description="only this generation"),
@@ -211,7 +219,8 @@ class MessageListView(JSONAPIView):
         messages = selectors.message_list_for(thread=thread, generation=request.query_params.get("generation"))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(messages, request, view=self)
-        return paginator.get_paginated_response(messages_data(page))
+        hide_isolated = not selectors.is_operator(request.user)
+        return paginator.get_paginated_response(messages_data(page, hide_isolated=hide_isolated))
 
     @extend_schema(
         summary="Append one message or a batch (all or nothing)",

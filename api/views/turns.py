@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 
 from api.serializers import ErrorSerializer, MessageSerializer
 from api.views.threads import CHANNEL_PARAMETER, JSONAPIView, body_object
@@ -44,6 +45,10 @@ class TurnResponse(serializers.Serializer):
 
 
 class TurnView(JSONAPIView):
+    # Each turn spends model calls: a leaked token must not spend without bound (THREADMEM_TURNS_RATE).
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "turns"
+
     @extend_schema(
         summary="Run one agent turn: the model answers, pulling its own memory",
         description=(

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from django.db.models import BigIntegerField, Func, Q, QuerySet, Sum, TextField
+from django.db.models import BigIntegerField, Func, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from threadmem import selectors
 from threadmem.compaction.summary import GenerationInput
-from threadmem.models import Compaction, Generation, Message, Thread
-
-# What the model sees of a generation (selectors.context_messages uses the same rule).
-MODEL_VISIBLE = Q(model_visible=True, isolated=False, superseded_by__isnull=True)
+from threadmem.models import MODEL_VISIBLE, Compaction, Generation, Message, Thread
 
 
 class TextSize(Func):
@@ -58,12 +55,5 @@ def generation_input(*, thread: Thread, generation: int, cut_seq: int) -> Genera
     at also carries the parent's context up to the fork point, as
     ``selectors.context_messages`` shows it to the model.
     """
-    own = list(Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=generation, seq__lte=cut_seq))
-    own.sort(key=lambda m: (m.kind != Message.Kind.SUMMARY, m.seq))
-    inherited: list[Message] = []
-    if thread.parent_id is not None and thread.fork_message_id is not None:
-        fork = Message.objects.only("generation", "seq").get(pk=thread.fork_message_id)
-        if fork.generation == generation and not any(m.kind == Message.Kind.SUMMARY for m in own):
-            parent = Thread.objects.get(pk=thread.parent_id)
-            inherited = selectors.context_messages_upto(parent, fork.generation, fork.seq)
-    return GenerationInput(channel=thread.channel, title=thread.title, generation=generation, messages=inherited + own)
+    messages = selectors.context_messages(thread, generation, cut_seq)
+    return GenerationInput(channel=thread.channel, title=thread.title, generation=generation, messages=messages)

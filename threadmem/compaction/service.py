@@ -45,11 +45,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from threadmem import llm
 from threadmem.compaction import selectors as compaction_selectors
 from threadmem.compaction.summary import Summary, summarize
-from threadmem.errors import Conflict
+from threadmem.errors import Conflict, ServiceUnavailable
 from threadmem.models import Compaction, Generation, Message, Thread
 
 logger = logging.getLogger(__name__)
@@ -91,9 +92,24 @@ run_enqueuer: Callable[[Compaction], None] | None = None
 
 
 def _enqueue(compaction: Compaction) -> None:
+    """Send the compaction's task (on commit); when the broker cannot take it, release the request.
+
+    A pending row whose task never reached the broker would hold the
+    generation's one live slot for a whole lease, answering every later
+    request with a dead task id. So a row that never started is deleted and
+    the caller told (503): the next request, or the next append's automatic
+    check, tries again at once.
+    """
     if run_enqueuer is None:
         raise ImproperlyConfigured("compaction has no task to enqueue: threadmem's AppConfig.ready() sets it")
-    run_enqueuer(compaction)
+    try:
+        run_enqueuer(compaction)
+    except KombuOperationalError as exc:
+        Compaction.objects.filter(pk=compaction.pk, status=Compaction.Status.PENDING, started_at__isnull=True).delete()
+        logger.warning("compaction %s of thread %s not queued: %s", compaction.pk, compaction.thread_id, exc)
+        raise ServiceUnavailable(
+            f"the task broker did not take the compaction ({exc}); nothing was queued: try again"
+        ) from exc
 
 
 def _looks_abandoned(compaction: Compaction, now: datetime) -> bool:

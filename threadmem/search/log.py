@@ -22,8 +22,10 @@ LOGGED_ARGUMENT_MAX_CHARS = 2_000
 
 def _loggable(value: Any) -> Any:
     if isinstance(value, str):
-        # PostgreSQL's jsonb cannot hold NUL; the log shows where it was.
+        # PostgreSQL's jsonb holds neither NUL nor a lone surrogate; the log shows where they were.
         value = value.replace("\x00", "\\u0000")
+        if not value.isascii():
+            value = value.encode("utf-8", "backslashreplace").decode("utf-8")
         if len(value) > LOGGED_ARGUMENT_MAX_CHARS:
             value = value[:LOGGED_ARGUMENT_MAX_CHARS] + "…[truncated]"
         return value

@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.errors import DomainError, InvalidInput
+from threadmem.lib.storable import text_problem
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
@@ -36,8 +37,9 @@ class SearchResult:
 def _check_query(query: Any) -> str:
     if not isinstance(query, str):
         raise InvalidInput("query must be a string", field="query")
-    if "\x00" in query:
-        raise InvalidInput("query contains a NUL character", field="query")
+    problem = text_problem(query)
+    if problem:
+        raise InvalidInput(f"query {problem}", field="query")
     if not query.strip():
         raise InvalidInput("query must not be empty", field="query")
     if len(query) > QUERY_MAX_CHARS:
@@ -53,8 +55,9 @@ def _check_channel(channel: Any) -> str | None:
         return None
     if not isinstance(channel, str):
         raise InvalidInput("channel must be a string", field="channel")
-    if "\x00" in channel:
-        raise InvalidInput("channel contains a NUL character", field="channel")
+    problem = text_problem(channel)
+    if problem:
+        raise InvalidInput(f"channel {problem}", field="channel")
     if not channel.strip():
         return None
     if len(channel) > CHANNEL_MAX_CHARS:
