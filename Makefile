@@ -50,6 +50,7 @@ test: $(VENV)/.installed-dev
 	@command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The runtime requirements alone start a worker on Redis and on RabbitMQ (CI runs this).
@@ -71,4 +72,4 @@ bench-console: $(VENV)/.installed-dev
 	$(PY) bench/console.py
 
 clean:
-	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache
+	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache

@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/semantic.py [--queries 100] [--rebuild-vectors]
 
-Uses the store bench/search.py builds (1,000,000 messages over 10,000
+Uses the store bench/store.py builds (1,000,000 messages over 10,000
 threads in BENCH_DATABASE_URL, default threadmem_bench_search; built first
 if missing) and gives every searchable message one chunk: its first 1,000
 characters with a synthetic vector of BENCH_DIMENSIONS (default 128)
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import psycopg  # noqa: E402
 
-from bench import search as store  # noqa: E402  (sets DATABASE_URL to the store's database)
+from bench import store  # noqa: E402  (sets DATABASE_URL to the store's database)
 
 DIMENSIONS = int(os.environ.get("BENCH_DIMENSIONS", "128"))
 MODEL = f"bench-synthetic-{DIMENSIONS}"
@@ -138,7 +138,7 @@ def measure(queries: int) -> None:
 
     from threadmem.embeddings.retrieve import nearest
     from threadmem.models import Thread
-    from threadmem.search.scope import resolve_scope
+    from threadmem.scope import resolve_scope
 
     User = get_user_model()
     operator = User.objects.filter(is_staff=True).first() or User.objects.create_user("bench-operator", is_staff=True)

@@ -36,7 +36,6 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
-from api.serializers import message_data
 from threadmem.lib.storable import text_problem
 from threadmem.models import (
     Compaction,
@@ -48,6 +47,7 @@ from threadmem.models import (
     ToolArgument,
     ToolCall,
 )
+from threadmem.render import message_data
 
 THREADS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100

@@ -94,7 +94,7 @@ def row_counts() -> dict[str, int]:
 
 # The ways a thread search may match: on PostgreSQL a scan of the thread's
 # rows, or the trigram indexes, with the thread's spelling of a term tried
-# first when its newest content has it (threadmem.search.literal); with
+# first when its newest content has it (threadmem/search/literal/plan.py); with
 # threadmem's own extension (pg/, "fast-"), a scan or the indexes with its
 # functions and operator. SQLite has one.
 THREAD_MATCH_PATHS = (
@@ -104,7 +104,7 @@ THREAD_MATCH_PATHS = (
 
 def skip_without_search_extension() -> None:
     """Skip a test of threadmem_search's paths where the test database lacks the extension."""
-    from threadmem.search.literal import has_search_extension
+    from threadmem.search.literal.dialects import has_search_extension
 
     if not has_search_extension():
         pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")

@@ -7,9 +7,10 @@ import json
 import pytest
 from django.conf import settings as django_settings
 
-from api.serializers import MessageSerializer, message_data
+from api.serializers import MessageSerializer
 from tests.conftest import append, make_thread, row_counts
 from threadmem.models import Generation, Message, Thread, ToolArgument
+from threadmem.render import message_data
 
 SLACK = "slack:C042/1700000000.1"
 MESSAGES = f"/api/v1/threads/{SLACK}/messages/"

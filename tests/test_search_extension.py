@@ -20,7 +20,7 @@ from tests.conftest import append, make_thread, skip_without_search_extension
 from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.literal import like_contains, trigram_pattern
+from threadmem.search.literal.dialects import like_contains, trigram_pattern
 
 pytestmark = [
     pytest.mark.django_db,

@@ -8,8 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.conftest import append
-from threadmem.search import literal, search_memory
+from threadmem.search import search_memory
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.literal import match
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")
@@ -127,7 +128,7 @@ def test_it_windows_the_first_occurrence_of_a_term_in_a_field(owner, thread):
 
 
 def seed_window_sizes(thread) -> None:
-    """Fields on both sides of literal.SMALL_FIELD_CHARS (in characters and in bytes).
+    """Fields on both sides of literal.match.SMALL_FIELD_CHARS (in characters and in bytes).
 
     Hits at the start, the middle and the end, ASCII and multi-byte filler,
     content and tool arguments; one term only in small fields, at their end.
@@ -168,7 +169,7 @@ def test_windows_cut_with_the_match_are_those_of_the_windows_statement(
     seed_window_sizes(thread)
     channel = thread.channel if scope == "thread" else None
     with_match, statements = search_text(owner, query, channel)
-    monkeypatch.setattr(literal, "SMALL_FIELD_CHARS", -1)  # every window from the windows statement
+    monkeypatch.setattr(match, "SMALL_FIELD_CHARS", -1)  # every window from the windows statement
     from_statement, statements_without = search_text(owner, query, channel)
     assert with_match == from_statement
     assert "--- messageId=" in with_match

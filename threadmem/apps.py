@@ -19,9 +19,12 @@ class ThreadmemConfig(AppConfig):
         post_migrate.connect(forget_search_extension, dispatch_uid="threadmem.forget_search_extension")
         from threadmem import services
         from threadmem.compaction import service as compaction_service
-        from threadmem.compaction import tasks  # noqa: F401  (registers the Celery task in workers)
+        from threadmem.compaction import tasks as compaction_tasks  # also registers the Celery task in workers
         from threadmem.embeddings import tasks as embedding_tasks
         from threadmem.imports import tasks as import_tasks  # noqa: F401  (registers the upload import task)
+
+        # The compaction service enqueues through the task module, which imports it (not the other way round).
+        compaction_service.run_enqueuer = compaction_tasks.compaction_enqueue
 
         # Automatic compaction and embedding after appends; services.py imports neither.
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):

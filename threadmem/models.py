@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from threadmem.embeddings.fields import EmbeddingField
+from threadmem.fields import EmbeddingField
 
 
 class Thread(models.Model):

@@ -256,7 +256,7 @@ THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, mini
 # citing messageIds, listed above them. Empty: the matches only.
 THREADMEM_MEMORY_ANSWER = env_choice("THREADMEM_MEMORY_ANSWER", "", ("", "llm"))
 # Global search on PostgreSQL: time for the trigram-index path, then for the
-# fallback over the newest messages (threadmem/search/literal.py explains why).
+# fallback over the newest messages (threadmem/search/literal/budget.py and docs/search.md explain why).
 THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)
 THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS", 30, minimum=1)
 # Thread search on PostgreSQL: a thread (with its fork ancestry) of at most

@@ -17,7 +17,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.serializers import ErrorSerializer, message_data
+from api.serializers import ErrorSerializer
 from api.serializers import MessageSerializer as StoredMessageSerializer
 from api.serializers_memory import (
     AuditReadSerializer,
@@ -33,6 +33,7 @@ from api.views.threads import JSONAPIView, Pagination, body_object
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
 from threadmem.models import ToolCall
+from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
 from threadmem.tools import TOOLS
 

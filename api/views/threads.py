@@ -28,11 +28,11 @@ from api.serializers import (
     ThreadDetailSerializer,
     ThreadSerializer,
     ThreadUpdateRequest,
-    messages_data,
 )
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
 from threadmem.models import Thread
+from threadmem.render import messages_data
 
 THREAD_CREATE_FIELDS = {"channel", "title", "fork_from"}
 FORK_FROM_FIELDS = {"channel", "message_id"}

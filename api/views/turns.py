@@ -12,9 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
-from api.serializers import ErrorSerializer, MessageSerializer, messages_data
+from api.serializers import ErrorSerializer, MessageSerializer
 from api.views.threads import CHANNEL_PARAMETER, JSONAPIView, body_object
 from threadmem import agent, selectors
+from threadmem.render import messages_data
 from threadmem.services import ID_FIELD_MAX_CHARS
 
 TURN_FIELDS = {"content", "session_id"}

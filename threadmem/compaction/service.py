@@ -32,6 +32,7 @@ import os
 import secrets
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -39,6 +40,7 @@ from functools import partial
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
@@ -83,6 +85,12 @@ def lease_duration() -> timedelta:
 # --- request ----------------------------------------------------------------
 
 
+# Sends a compaction to the worker: tasks.compaction_enqueue, which apps.py
+# hands over when the app is ready. The task module imports this one, so this
+# one does not import it back.
+run_enqueuer: Callable[[Compaction], None] | None = None
+
+
 def _enqueue(compaction: Compaction) -> None:
     """Send the compaction's task (on commit); when the broker cannot take it, release the request.
 
@@ -92,10 +100,10 @@ def _enqueue(compaction: Compaction) -> None:
     the caller told (503): the next request, or the next append's automatic
     check, tries again at once.
     """
-    from threadmem.compaction.tasks import compaction_run_task
-
+    if run_enqueuer is None:
+        raise ImproperlyConfigured("compaction has no task to enqueue: threadmem's AppConfig.ready() sets it")
     try:
-        compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+        run_enqueuer(compaction)
     except KombuOperationalError as exc:
         Compaction.objects.filter(pk=compaction.pk, status=Compaction.Status.PENDING, started_at__isnull=True).delete()
         logger.warning("compaction %s of thread %s not queued: %s", compaction.pk, compaction.thread_id, exc)

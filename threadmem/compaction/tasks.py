@@ -20,6 +20,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
 from threadmem.compaction import service
+from threadmem.models import Compaction
 
 
 def retry_countdown(retries: int) -> float:
@@ -55,3 +56,8 @@ def compaction_run_task(self, compaction_id: int) -> str:
         # again when its lease runs out (the hard time limit has ended it by then).
         compaction_run_task.apply_async(args=[compaction_id], eta=outcome.retry_at, task_id=self.request.id)
     return f"{outcome.status}: {outcome.detail}"
+
+
+def compaction_enqueue(compaction: Compaction) -> None:
+    """Send ``compaction`` to a worker under its own task id (the service calls this on commit)."""
+    compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)

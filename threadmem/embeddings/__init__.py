@@ -1,8 +1,8 @@
 """Embeddings for the semantic part of search_memory.
 
 - ``chunks.py`` cuts a message into the pieces that are embedded (pure);
-- ``fields.py`` stores a vector: pgvector's ``vector`` on PostgreSQL, float32
-  bytes on SQLite;
+- ``threadmem/fields.py`` (below models, which use it) stores a vector:
+  pgvector's ``vector`` on PostgreSQL, float32 bytes on SQLite;
 - ``service.py`` embeds what a thread has not embedded yet, in batches, and
   records failures where operators see them;
 - ``tasks.py`` runs that after appends (Celery, or a background thread when

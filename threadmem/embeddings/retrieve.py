@@ -34,10 +34,10 @@ from django.db.models.expressions import RawSQL
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
-from threadmem.embeddings.fields import FLOAT32
 from threadmem.embeddings.service import VECTOR_INDEX_MAX_DIMENSIONS, index_expression
+from threadmem.fields import FLOAT32
 from threadmem.models import Chunk, Thread
-from threadmem.search.scope import SearchScope
+from threadmem.scope import SearchScope
 
 # Chunks fetched per message listed: the pieces of one long tool result are
 # often each other's nearest neighbours, and collapse into one.

@@ -10,7 +10,7 @@ vectors of a dimension arrive (threadmem/embeddings/service.py).
 import django.db.models.deletion
 from django.db import migrations, models
 
-import threadmem.embeddings.fields
+import threadmem.fields
 
 MISSING_PGVECTOR = (
     "The PostgreSQL server has no 'vector' extension (pgvector), which threadmem's semantic search stores "
@@ -50,7 +50,7 @@ class Migration(migrations.Migration):
                 ("end_of_field", models.BooleanField(default=True)),
                 ("text", models.TextField()),
                 ("dimensions", models.PositiveIntegerField()),
-                ("embedding", threadmem.embeddings.fields.EmbeddingField()),
+                ("embedding", threadmem.fields.EmbeddingField()),
                 (
                     "message",
                     models.ForeignKey(

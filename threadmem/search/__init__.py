@@ -1,6 +1,6 @@
 """The bounded pull interface: search_memory and message_context_read (SPEC §2, §3).
 
-literal.py runs the SQL, semantic.py the other-results part, bounded.py holds
+literal/ runs the SQL, semantic.py the other-results part, bounded.py holds
 the caps, the layout and the pure merge; scope.py decides what a call may see;
 audit.py pages one message; log.py writes the tool-call log.
 """

@@ -25,7 +25,7 @@ from django.db import connection
 from threadmem.errors import DomainError, InvalidInput
 from threadmem.models import SEARCHABLE, Message, ToolCall
 from threadmem.search.bounded import TAIL_MARK, one_line
-from threadmem.search.literal import searchable_sql
+from threadmem.search.literal.filters import searchable_sql
 from threadmem.search.log import tool_call_log, tool_call_refused
 from threadmem.selectors import message_get_for
 

@@ -34,8 +34,8 @@ from django.utils.module_loading import import_string
 from threadmem import llm
 from threadmem.embeddings import retrieve
 from threadmem.lib.windows import Window
+from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, one_line
-from threadmem.search.scope import SearchScope
 
 logger = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from threadmem.errors import DomainError, InvalidInput
 from threadmem.lib.storable import text_problem
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.models import ToolCall
+from threadmem.scope import resolve_scope
 from threadmem.search import semantic
-from threadmem.search.bounded import QUERY_MAX_CHARS, Hit, header_lines, merge
+from threadmem.search.bounded import QUERY_MAX_CHARS, Coverage, Hit, MatchedBy, header_lines, merge
 from threadmem.search.literal import literal_search
 from threadmem.search.log import tool_call_log, tool_call_refused
-from threadmem.search.scope import resolve_scope
 
 CHANNEL_MAX_CHARS = 255
 
@@ -30,8 +30,8 @@ class SearchResult:
     hits: list[Hit] = field(default_factory=list)
     total_is_lower_bound: bool = False  # global scope: counting stopped at SEARCH_COUNT_LIMIT, or early
     stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
-    coverage: str = "all"  # "all", or in the global scope "recent" (newest messages only) or "none"
-    matched_by: str = "none"  # the literal part's match statement: "index", "spelled", "scan", "recent" or "none"
+    coverage: Coverage = Coverage.ALL  # the global scope may cover less (bounded.Coverage)
+    matched_by: MatchedBy = MatchedBy.NONE  # the literal part's match statement
 
 
 def _check_query(query: Any) -> str:

@@ -7,6 +7,7 @@ of the search, so the literal and the semantic part apply the same rules.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
@@ -14,9 +15,10 @@ from django.db.models import Q, QuerySet
 
 from threadmem.errors import NotFound
 from threadmem.models import Message, Thread, searchable_q
-from threadmem.search.bounded import GLOBAL_CHANNEL
 from threadmem.selectors import ScopePart, is_operator, scope_filter
 
+# The channel a caller passes to search every thread they may read (as if they passed none).
+GLOBAL_CHANNEL = "*"
 # Forks of forks: far deeper than any real chain, and a guard against a cycle.
 FORK_DEPTH_MAX = 64
 
@@ -31,7 +33,7 @@ class SearchScope:
     # Global scope of a non-operator, resolved to the readable threads (their
     # own, not isolated) so the literal SQL filters messages by an indexed
     # column instead of joining every thread. None for an operator: the
-    # literal SQL leaves out the isolated threads itself (literal.scope_sql).
+    # literal SQL leaves out the isolated threads itself (literal/filters.py, scope_sql).
     readable_thread_ids: tuple[int, ...] | None = None
     # Thread scope: an upper bound of the bytes of text in it (the threads'
     # running totals, models.Generation.visible_chars). The literal part on
@@ -47,7 +49,7 @@ class SearchScope:
 
         The filter every path applies: ``messages()`` here and the semantic
         retriever (``embeddings/retrieve.py``) use it as it is; the literal
-        part's SQL mirrors it (``literal.searchable_sql``/``scope_sql``) and
+        part's SQL mirrors it (``literal/filters.py``: ``searchable_sql``/``scope_sql``) and
         the tests pin the paths together.
         """
         condition = searchable_q(prefix)
@@ -79,6 +81,17 @@ FROM chain ORDER BY depth
 """
 
 
+class ChainRow(NamedTuple):
+    """One thread of a channel's fork chain (``_CHAIN_SQL``), the channel's own first."""
+
+    depth: int
+    thread_id: int
+    owner_id: int
+    isolated: bool
+    max_seq: int | None  # the fork point in this ancestor; None for the channel's own thread
+    visible_bytes: int
+
+
 def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope:
     """The scope of a search: ``channel`` None (or ``*``) is the global scope.
 
@@ -95,16 +108,16 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
         return SearchScope(user=user, operator=False, channel=None, readable_thread_ids=readable)
     with connection.cursor() as cursor:
         cursor.execute(_CHAIN_SQL, [channel])
-        chain = cursor.fetchall()
-    if not chain or (not operator and chain[0][2] != user.pk):
+        chain = [ChainRow._make(row) for row in cursor.fetchall()]
+    if not chain or (not operator and chain[0].owner_id != user.pk):
         raise NotFound(f"thread {channel!r} not found", field="channel")
-    kept = [row for row in chain if row[0] == 0 or not row[3]]
-    parts = tuple(ScopePart(thread_id=thread_id, max_seq=max_seq) for _, thread_id, _, _, max_seq, _ in kept)
+    kept = [row for row in chain if row.depth == 0 or not row.isolated]
+    parts = tuple(ScopePart(thread_id=row.thread_id, max_seq=row.max_seq) for row in kept)
     return SearchScope(
         user=user,
         operator=operator,
         channel=channel,
-        thread_id=chain[0][1],
+        thread_id=chain[0].thread_id,
         parts=parts,
-        visible_bytes=sum(int(row[5]) for row in kept),
+        visible_bytes=sum(int(row.visible_bytes) for row in kept),
     )

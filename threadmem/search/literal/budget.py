@@ -1,0 +1,103 @@
+"""Statements with a time budget: a PostgreSQL statement timeout sent with the statement, in one round trip.
+
+Global scope on PostgreSQL: how long the index path may take before the
+search falls back to the newest messages, and how long that may take
+(settings THREADMEM_SEARCH_INDEX_BUDGET_MS, THREADMEM_SEARCH_RECENT_BUDGET_MS).
+A trigram index narrows a rare term to a few rows quickly, but a term whose
+trigrams are all common (a phrase of common words, a path of common parts)
+leaves it thousands of large rows to re-check: seconds on a large store
+(docs/search.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+
+
+def index_budget_ms() -> int:
+    return settings.THREADMEM_SEARCH_INDEX_BUDGET_MS
+
+
+def recent_budget_ms() -> int:
+    return settings.THREADMEM_SEARCH_RECENT_BUDGET_MS
+
+
+def thread_index_budget_ms(visible_bytes: int) -> int:
+    """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
+
+    THREADMEM_SEARCH_SCAN_BYTES_PER_MS is how fast a scan reads
+    (docs/search.md). At least 1 ms: 0 would be no limit.
+    """
+    return max(1, visible_bytes // settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS)
+
+
+def is_timeout(error: DatabaseError) -> bool:
+    """The statement timeout fired: a cancelled query, or a cancelled regex compilation.
+
+    pg_trgm compiles the pattern into a trigram graph when the index scan
+    starts, and reports a cancel that arrives then as an invalid regular
+    expression ("operation cancelled"); the ``***=`` patterns of this module
+    are always valid, so that error can only be the timeout.
+    """
+    try:
+        from psycopg.errors import InvalidRegularExpression, QueryCanceled
+    except ImportError:  # pragma: no cover - psycopg is a requirement
+        return False
+    cause = error.__cause__
+    if isinstance(cause, InvalidRegularExpression):
+        return "cancel" in str(cause)
+    return isinstance(cause, QueryCanceled)
+
+
+# The settings of a budgeted statement. No parallel workers: on a small shared
+# machine they start slower than these LIMITed scans finish, and do work the
+# LIMIT throws away.
+_BUDGET_SETTINGS = (
+    "SELECT set_config('statement_timeout', %s, true), set_config('max_parallel_workers_per_gather', '0', true)"
+)
+_SAVEPOINT = "threadmem_search_budget"
+
+
+def within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tuple] | None:
+    """Run ``statement`` with a statement timeout, in one round trip; None when it ran out of time.
+
+    The settings, the statement and what follows it go as one query string
+    (Django's psycopg cursor binds parameters client-side and sends it with
+    the simple query protocol, which runs several statements). Outside a
+    transaction the server runs them as one implicit transaction, so the
+    transaction-local settings end with it. Inside a caller's transaction a
+    savepoint wraps them and is rolled back after the statement (which only
+    reads), which gives the caller's settings back; after a timeout that
+    rollback is one more round trip.
+
+    A timer that fires after the statement's last check for interrupts is
+    reported by PostgreSQL at the next command. That command is the rollback
+    to the savepoint, or ``SELECT 1`` outside a transaction: either way part
+    of this query string, so such a late timeout counts as running out of
+    time here instead of failing the caller's next statement.
+    """
+    nested = not connection.get_autocommit()
+    if nested:
+        batch = (
+            f"SAVEPOINT {_SAVEPOINT}; {_BUDGET_SETTINGS}; {statement}; "
+            f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}"
+        )
+        before = 2  # the savepoint, the settings
+    else:
+        batch = f"{_BUDGET_SETTINGS}; {statement}; SELECT 1"
+        before = 1  # the settings
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(batch, [str(budget_ms), *params])
+        except DatabaseError as error:
+            if not is_timeout(error):
+                raise
+            if nested:
+                cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+            return None
+        for _ in range(before):
+            cursor.nextset()
+        return cursor.fetchall()

@@ -1,0 +1,293 @@
+"""How each database matches a term literally and case-insensitively, finds it and cuts its window.
+
+* PostgreSQL: ``col ~* '***=<term>'``. The ``***=`` director makes the rest of
+  the pattern a literal string (``%``, ``_``, ``\\`` and regex characters are
+  plain characters, nothing to escape), the trigram GIN indexes of migration
+  0002 serve it, and the regex engine matches case-insensitively without
+  lower-casing the whole field first. (Django's ``__icontains`` compiles to
+  ``UPPER(col) LIKE UPPER(...)``, which those indexes do not serve.)
+  Positions come from ``strpos`` in the field lowered ASCII-only for an ASCII
+  term (the same first match, cheaper on large fields), else from
+  ``regexp_instr`` with the same pattern and flag, so a row that matched has
+  a position. Needs PostgreSQL 15 or newer.
+* PostgreSQL with threadmem's extension ``threadmem_search`` (pg/, migration
+  0007; ``Dialect.has_extension``): for an ASCII term, its operator
+  ``col ~~~ '%<term>%'`` (the LIKE form pg_trgm reads trigrams from, served
+  by the same indexes; ``~~~~``, the same test at a cost that makes the
+  planner narrow with the index first, in one large thread),
+  ``threadmem_icontains`` in scans and ``threadmem_ipos``/``threadmem_iwindow``
+  for windows. They compare bytes, folding ASCII letters, which is what ``~*``
+  does for an ASCII term. Other terms keep ``~*``.
+* SQLite: a deterministic Python function ``threadmem_ifind(field, folded)``
+  registered on the connection: SQLite's own ``LIKE``/``lower`` fold ASCII
+  only, which would make non-ASCII queries case-sensitive.
+
+Both fold case one character to one (``fold``), and ``substr`` counts
+characters on both, so a window never splits a character. Measurements of
+these choices: docs/search.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+from threadmem.lib.terms import fold
+from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+
+
+class Dialect:
+    vendor = ""
+    has_extension = False  # PostgreSQL with threadmem's extension threadmem_search (PostgresDialect)
+
+    def pattern(self, term: str) -> str:
+        raise NotImplementedError
+
+    def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
+        """``(condition, its one parameter)``: ``column`` contains ``term``, in any case.
+
+        The indexed form: on PostgreSQL the trigram indexes serve it.
+        ``narrow``: the rows are one large thread's, which the index should
+        narrow before any field is read.
+        """
+        raise NotImplementedError
+
+    def needle(self, term: str) -> str | None:
+        """What ``position`` may use besides ``pattern(term)``: None when nothing."""
+        return None
+
+    def scan_matches(self, column: str, term: str) -> tuple[str, Any]:
+        """The condition of ``matches`` for a scan of one thread's rows: ``(sql, its one parameter)``.
+
+        No index serves it; it only has to be the cheapest exact test.
+        """
+        return self.matches(column, term)
+
+    def position(self, column: str, pattern_column: str, needle_column: str) -> str:
+        """The 1-based position of the first match in ``column``, 0 when none.
+
+        ``pattern_column`` holds ``pattern(term)``, ``needle_column`` ``needle(term)``.
+        """
+        raise NotImplementedError
+
+    def window(self, body: str, position: str, needle_column: str) -> str:
+        """The characters of ``body`` from WINDOW_LEAD before ``position`` on, WINDOW_CHARS + 1 of them."""
+        return f"substr({body}, {self.greatest(f'{position} - {WINDOW_LEAD}', '1')}, {WINDOW_CHARS + 1})"
+
+    def min_chars(self, column: str) -> str:
+        raise NotImplementedError
+
+    def greatest(self, left: str, right: str) -> str:
+        raise NotImplementedError
+
+    def least(self, left: str, right: str) -> str:
+        raise NotImplementedError
+
+    # Ends a subquery that the planner must run as it is written, not merge
+    # into the query around it (which would repeat its expressions there).
+    fence = "OFFSET 0"
+
+    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``ids``, as one parameter whatever their number."""
+        raise NotImplementedError
+
+    def in_subquery(self, column: str, subquery: str) -> str:
+        """``column`` is one of the values ``subquery`` selects."""
+        return f"{column} IN ({subquery})"
+
+    def prepare(self) -> None:
+        """Make the connection ready for the statements below."""
+
+
+class PostgresDialect(Dialect):
+    """``~*`` and ``strpos(lower(...))``, or with ``has_extension`` the functions of threadmem's extension.
+
+    ``has_extension``: the database has ``threadmem_search`` (pg/, migration
+    0007) and its operator class serves the trigram indexes. An ASCII term is
+    then matched with its operator ``~~~`` (indexed) or ``threadmem_icontains``
+    (scans), found with ``threadmem_ipos`` and cut with ``threadmem_iwindow``:
+    each reads the field once with memchr and compares bytes, where ``~*``
+    and ``lower()`` convert every character first (docs/search.md). A term
+    with other characters keeps ``~*``, whose case folding is Unicode's.
+    """
+
+    vendor = "postgresql"
+
+    def __init__(self, *, has_extension: bool = False) -> None:
+        self.has_extension = has_extension
+
+    def pattern(self, term: str) -> str:
+        return f"***={term}"
+
+    def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
+        if self.has_extension and term.isascii():
+            # ~~~~ is ~~~ with a test the planner is told is costly: it then
+            # narrows a large thread with the trigram index instead of taking
+            # the thread for an average one and reading it (pg/*.sql).
+            return f"{column} {'~~~~' if narrow else '~~~'} %s", trigram_pattern(term)
+        return f"{column} ~* %s", self.pattern(term)
+
+    def needle(self, term: str) -> str | None:
+        # An ASCII term is found with strpos in the field lowered ASCII-only
+        # (COLLATE "C"): cheaper than regexp_instr on large fields (docs/search.md),
+        # which collects every match, not just the first.
+        return term.lower() if term.isascii() else None
+
+    def scan_matches(self, column: str, term: str) -> tuple[str, Any]:
+        # Functions, not the ~* operator, so the planner cannot pick the
+        # trigram index. For an ASCII term, lowering ASCII-only and strpos
+        # read bytes: cheaper than the regex engine on a field that does not
+        # match (it converts the field to wide characters).
+        needle = self.needle(term)
+        if needle is None:
+            return f"regexp_like({column}, %s, 'i')", self.pattern(term)
+        if self.has_extension:
+            return f"threadmem_icontains({column}, %s)", needle
+        return f'strpos(lower({column} COLLATE "C"), %s) > 0', needle
+
+    def position(self, column: str, pattern_column: str, needle_column: str) -> str:
+        # ~* folds just the ASCII letters of an ASCII pattern, so both find the
+        # same first match; where strpos finds none the regex decides.
+        regex = f"regexp_instr({column}, {pattern_column}, 1, 1, 0, 'i')"
+        if self.has_extension:
+            return f"CASE WHEN {needle_column} IS NULL THEN {regex} ELSE threadmem_ipos({column}, {needle_column}) END"
+        return (
+            f"CASE WHEN {needle_column} IS NULL THEN {regex} "
+            f'ELSE coalesce(nullif(strpos(lower({column} COLLATE "C"), {needle_column}), 0), {regex}) END'
+        )
+
+    def window(self, body: str, position: str, needle_column: str) -> str:
+        cut = super().window(body, position, needle_column)
+        if not self.has_extension:
+            return cut
+        # The same characters without substr's walk to the position, one character at a time.
+        return (
+            f"CASE WHEN {needle_column} IS NULL THEN {cut} "
+            f"ELSE threadmem_iwindow({body}, {needle_column}, {WINDOW_LEAD}, {WINDOW_CHARS + 1}) END"
+        )
+
+    def min_chars(self, column: str) -> str:
+        # octet_length reads the stored size without decompressing the value;
+        # UTF-8 needs at most 4 bytes a character.
+        return f"((octet_length({column}) + 3) / 4)"
+
+    def greatest(self, left: str, right: str) -> str:
+        return f"greatest({left}, {right})"
+
+    def least(self, left: str, right: str) -> str:
+        return f"least({left}, {right})"
+
+    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        # One array literal: the driver quotes a string at once, where it would
+        # adapt a list element by element (a caller's readable threads).
+        return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
+
+    def in_subquery(self, column: str, subquery: str) -> str:
+        # The subquery runs once, as an array (an InitPlan), before the scan:
+        # the planner keeps the plans it makes for a constant array (an IN
+        # would become a hashed subplan, which reads a common word's rows by
+        # id order: docs/search.md).
+        return f"{column} = ANY(ARRAY({subquery}))"
+
+
+def ifind(field: str | None, folded_term: str | None) -> int:
+    """1-based position of the first case-insensitive occurrence, 0 when absent."""
+    if field is None or not folded_term:
+        return 0
+    return fold(field).find(folded_term) + 1
+
+
+class SqliteDialect(Dialect):
+    vendor = "sqlite"
+
+    def pattern(self, term: str) -> str:
+        return fold(term)
+
+    def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
+        return f"threadmem_ifind({column}, %s) > 0", self.pattern(term)
+
+    def position(self, column: str, pattern_column: str, needle_column: str) -> str:
+        return f"threadmem_ifind({column}, {pattern_column})"
+
+    def min_chars(self, column: str) -> str:
+        return f"length({column})"
+
+    def greatest(self, left: str, right: str) -> str:
+        return f"max({left}, {right})"
+
+    def least(self, left: str, right: str) -> str:
+        return f"min({left}, {right})"
+
+    fence = "LIMIT -1 OFFSET 0"  # SQLite has no OFFSET without LIMIT
+
+    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+        return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+
+    def prepare(self) -> None:
+        # Registering is idempotent and costs microseconds; doing it here
+        # (not on connection_created) covers connections opened before this
+        # module was imported.
+        connection.ensure_connection()
+        connection.connection.create_function("threadmem_ifind", 2, ifind, deterministic=True)
+
+
+# A LIKE pattern that finds ``{value}`` literally: backslash is LIKE's escape character.
+_LIKE_SPECIALS = str.maketrans({"\\": "\\\\", "%": "\\%", "_": "\\_"})
+
+
+def like_contains(value: str) -> str:
+    """A LIKE pattern matching any text that contains ``value`` as it is."""
+    return f"%{value.translate(_LIKE_SPECIALS)}%"
+
+
+def trigram_pattern(term: str) -> str:
+    """threadmem_search's operand for ``term``: ``like_contains`` with a % around each character not a letter or digit.
+
+    The operators read those % as nothing (pg/threadmem_search.c). pg_trgm
+    reads them as places where a word may end, and leaves out the trigrams
+    of a word's first and last letters ("  t", "11 " in ``ticket-4711``):
+    nearly every message has them, and reading their posting lists would be
+    most of a rare term's cost (docs/search.md).
+    """
+    marked = (c.translate(_LIKE_SPECIALS) if c.isalnum() else f"%{c.translate(_LIKE_SPECIALS)}%" for c in term)
+    return f"%{''.join(marked)}%"
+
+
+# Both trigram indexes are threadmem_search's operator class (migration 0007).
+_EXTENSION_SQL = (
+    "SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
+    "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
+    "AND o.opcname = 'threadmem_trgm_ops'"
+)
+
+
+def has_search_extension() -> bool:
+    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it).
+
+    Probed once per database connection, on the driver's own cursor like the
+    connection's other setup (not one of a search's statements), and again
+    after migrations (apps.py), which may add or remove the extension.
+    """
+    if not settings.THREADMEM_SEARCH_PG_EXTENSION:
+        return False
+    connection.ensure_connection()
+    raw = connection.connection
+    probed = getattr(connection, "threadmem_search_extension", None)
+    if probed is None or probed[0] is not raw:
+        with raw.cursor() as cursor:
+            cursor.execute(_EXTENSION_SQL)
+            probed = (raw, bool(cursor.fetchone()[0]))
+        connection.threadmem_search_extension = probed
+    return probed[1]
+
+
+def dialect() -> Dialect:
+    if connection.vendor == "postgresql":
+        return PostgresDialect(has_extension=has_search_extension())
+    if connection.vendor == "sqlite":
+        return SqliteDialect()
+    raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")

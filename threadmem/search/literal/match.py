@@ -1,0 +1,312 @@
+"""Which (term, field) pairs match: the match statements, as small rows newest first.
+
+Each statement selects ids, metadata and a length bound per matching field
+(``MatchRow``); text leaves the database only in the windows of small fields
+that could be listed (``with_small_windows``). Which statement runs is the
+plan's choice (``plan.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
+
+from django.conf import settings
+from django.db import connection
+
+from threadmem.scope import SearchScope
+from threadmem.search.bounded import (
+    GLOBAL_RECENT_BYTES,
+    GLOBAL_RECENT_IDS,
+    GLOBAL_RECENT_MESSAGES,
+    SEARCH_COUNT_LIMIT,
+    THREAD_LITERAL_MAX_CHARS,
+    WINDOW_CHARS,
+    WINDOW_LEAD,
+    Candidate,
+    hit_header,
+)
+from threadmem.search.literal.dialects import Dialect, like_contains
+from threadmem.search.literal.filters import scope_sql, searchable_sql
+
+
+class MatchRow(NamedTuple):
+    """One row of a match statement, in ``with_small_windows``'s column order."""
+
+    term: int  # index into the query's terms
+    message_id: int
+    arg_id: int  # 0: the message content; else the ToolArgument id
+    path: str
+    min_chars: int | None
+    session_id: str
+    generation: int
+    role: str
+    position: int | None  # the term's first position (0: no longer matches); None: left to the windows statement
+    piece: str | None  # the window's characters when position > 0
+
+    def candidate(self) -> Candidate:
+        return Candidate(
+            term=self.term,
+            message_id=self.message_id,
+            arg_id=self.arg_id,
+            path=self.path,
+            min_chars=int(self.min_chars or 0),
+            session_id=self.session_id,
+            generation=self.generation,
+            role=self.role,
+        )
+
+
+def match_rows(rows: Sequence[Sequence[Any]]) -> list[MatchRow]:
+    return [MatchRow._make(row) for row in rows]
+
+
+def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
+    """Run a match statement to the end."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return match_rows(cursor.fetchall())
+
+
+_CONTENT_COLUMNS = (
+    "m.id AS message_id, 0 AS arg_id, '' AS path, {min_chars} AS min_chars, m.session_id, m.generation, m.role"
+)
+_ARGUMENT_COLUMNS = (
+    "a.message_id AS message_id, a.id AS arg_id, a.path AS path, {min_chars} AS min_chars, "
+    "m.session_id, m.generation, m.role"
+)
+
+
+def spelling_sample_bytes() -> int:
+    return settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES
+
+
+def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> dict[int, str]:
+    """PostgreSQL: how the thread's newest content spells each ASCII term, for the terms found there.
+
+    The index path re-checks every candidate row with the regex, which reads
+    the whole field: when a term fills a
+    large thread (the keyword in every tool result of the stress thread, or
+    a word common across the store), that re-check is the whole cost. A term
+    that the newest ``spelling_sample_bytes()`` of the thread mention is
+    likely to be such a term, and to be spelled the same way elsewhere:
+    ``index_match_sql`` then tries that spelling with a case-sensitive ``LIKE``
+    before the regex, which decides a row so spelled at its first occurrence.
+    Rows spelled otherwise still get the regex, so the answer is the same;
+    only the cost moves. With both patterns as constants the planner picks
+    between a scan of the thread and a ``BitmapOr`` of the two over the
+    trigram index (docs/search.md has the figures, the worst case included).
+
+    One statement for all terms, over the newest messages of the current
+    thread (its ancestry's are older), each cut to the sample's size, with
+    ``Dialect.needle``'s ASCII-only lowering and ``strpos``: cheaper than the
+    regex on text that does not match.
+    """
+    wanted = [
+        (index, needle, len(term)) for index, term in enumerate(terms) if (needle := dialect.needle(term)) is not None
+    ]
+    if not wanted or not spelling_sample_bytes():
+        return {}
+    searchable, searchable_params = searchable_sql("m")
+    statement = (
+        "WITH sample AS MATERIALIZED (SELECT CASE WHEN octet_length(n.content) > %s "
+        "THEN left(n.content, %s) ELSE n.content END AS body FROM ("
+        "SELECT m.content, sum(octet_length(m.content)) OVER (ORDER BY m.seq DESC) AS seen "
+        f"FROM threadmem_message m WHERE m.thread_id = %s AND {searchable} ORDER BY m.seq DESC LIMIT 64"
+        ") n WHERE n.seen - octet_length(n.content) < %s) "
+        "SELECT t.term, (SELECT substr(s.body, f.pos, t.length) FROM sample s "
+        'CROSS JOIN LATERAL (SELECT strpos(lower(s.body COLLATE "C"), t.needle) AS pos OFFSET 0) f '
+        "WHERE f.pos > 0 LIMIT 1) "
+        "FROM unnest(CAST(%s AS integer[]), CAST(%s AS text[]), CAST(%s AS integer[])) AS t(term, needle, length)"
+    )
+    budget = spelling_sample_bytes()
+    params = [
+        budget,
+        budget,
+        scope.thread_id,
+        *searchable_params,
+        budget,
+        *(list(column) for column in zip(*wanted, strict=True)),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return {term: spelled for term, spelled in cursor.fetchall() if spelled}
+
+
+def index_match_sql(
+    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, spelled: Mapping[int, str] | None = None
+) -> tuple[str, list[Any]]:
+    """Every (term, field) match in the scope through the trigram indexes (``Dialect.matches``).
+
+    ``spelled`` maps a term's index to the thread's spelling of it
+    (``spellings``), tried in content before the regex.
+    """
+    narrow = not scope.is_global
+
+    def indexed(column: str, term: str) -> tuple[str, Any]:
+        return dialect.matches(column, term, narrow=narrow)
+
+    return _match_sql(scope, terms, dialect, indexed, spelled=spelled)
+
+
+def scan_match_sql(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> tuple[str, list[Any]]:
+    """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
+    return _match_sql(scope, terms, dialect, dialect.scan_matches, spelled=None)
+
+
+def _match_sql(
+    scope: SearchScope,
+    terms: Sequence[str],
+    dialect: Dialect,
+    condition: Callable[[str, str], tuple[str, Any]],
+    *,
+    spelled: Mapping[int, str] | None,
+) -> tuple[str, list[Any]]:
+    """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
+
+    One ``UNION ALL`` branch per term and field kind, so each branch is one
+    indexable condition evaluated once per row. In the global scope each
+    branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first; in a thread's
+    scope it counts them all.
+    """
+    limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
+    searchable, searchable_params = searchable_sql("m")
+    content_scope, content_scope_params = scope_sql(scope, dialect, message="m")
+    argument_scope, argument_scope_params = scope_sql(scope, dialect, message="m", argument="a")
+    branches = []
+    params: list[Any] = []
+    for index, term in enumerate(terms):
+        content_match, pattern = condition("m.content", term)
+        argument_match, _ = condition("a.value", term)
+        content_params = [pattern]
+        if spelled and index in spelled:
+            content_match = f"(m.content LIKE %s OR {content_match})"
+            content_params = [like_contains(spelled[index]), pattern]
+        branch = (
+            f"SELECT {index} AS term, {_CONTENT_COLUMNS.format(min_chars=dialect.min_chars('m.content'))} "
+            f"FROM threadmem_message m WHERE {content_scope} AND {searchable} AND {content_match}"
+        )
+        branch_params = [*content_scope_params, *searchable_params, *content_params]
+        if limit:
+            branch += " ORDER BY m.id DESC LIMIT %s"
+            branch_params.append(limit)
+        branches.append(f"SELECT * FROM ({branch}) c{index}")
+        params += branch_params
+        branch = (
+            f"SELECT {index} AS term, {_ARGUMENT_COLUMNS.format(min_chars=dialect.min_chars('a.value'))} "
+            "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
+            f"WHERE {argument_scope} AND {searchable} AND {argument_match}"
+        )
+        branch_params = [*argument_scope_params, *searchable_params, pattern]
+        if limit:
+            branch += " ORDER BY a.message_id DESC, a.id LIMIT %s"
+            branch_params.append(limit)
+        branches.append(f"SELECT * FROM ({branch}) a{index}")
+        params += branch_params
+    return with_small_windows(" UNION ALL ".join(branches), params, terms, dialect)
+
+
+# A field this small (Dialect.min_chars) gets its window with the match
+# (with_small_windows): on PostgreSQL at most 2 KB, stored in the row itself.
+SMALL_FIELD_CHARS = 500
+# The fewest characters of a hit's header line (message id, generation and
+# session id of one character, no role, the shortest field name).
+_HEADER_CHARS_AT_LEAST = len(
+    hit_header(Candidate(term=0, message_id=0, arg_id=0, path="", min_chars=0, session_id="", generation=0, role=""))
+)
+
+
+def with_small_windows(
+    matches: str, params: list[Any], terms: Sequence[str], dialect: Dialect
+) -> tuple[str, list[Any]]:
+    """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
+
+    ``matches`` selects the match columns (``_CONTENT_COLUMNS``); ``MatchRow`` names them all. Two columns
+    follow them: the term's position in the field and the window's
+    characters (``windows.windows``), or NULL for a row left to the windows
+    statement. A row gets them when its field is small (``min_chars`` at most
+    SMALL_FIELD_CHARS: on PostgreSQL 2 KB, text that sits in the row itself)
+    and the entries before it in its term, each at the fewest characters
+    ``fields_to_window`` could count for it, leave room under the literal
+    cap: every field that walk can reach, and a few more. When every field
+    the listing needs is such a field, as it is for most rare terms, the
+    windows statement does not run: one statement less.
+    A large field is left to that statement, which cuts in listing order and
+    stops at the cap, instead of being read here on the chance of a listing.
+    """
+    # min_window_chars, in SQL.
+    least_window = dialect.least(
+        dialect.least(dialect.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
+    )
+    cost = f"{_HEADER_CHARS_AT_LEAST} + {least_window}"
+    rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
+    terms_params: list[Any] = []
+    for index, term in enumerate(terms):
+        terms_params += [index, dialect.pattern(term), dialect.needle(term), len(term)]
+    body = (
+        "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
+        "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
+    )
+    statement = (
+        f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
+        "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
+        f"CASE WHEN w.pos > 0 THEN {dialect.window('w.body', 'w.pos', 'w.needle')} END "
+        "FROM ("
+        "SELECT v.*, "
+        f"CASE WHEN v.body IS NOT NULL THEN {dialect.position('v.body', 'v.pattern', 'v.needle')} END AS pos "
+        "FROM ("
+        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s THEN {body} || '' END AS body "
+        "FROM ("
+        "SELECT u.*, t.pattern, t.needle, "
+        f"sum({cost}) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, u.arg_id "
+        f"ROWS UNBOUNDED PRECEDING) - {cost} AS before "
+        f"FROM ({matches}) u JOIN t ON t.term = u.term"
+        f") s {dialect.fence}) v {dialect.fence}) w "
+        "ORDER BY w.term, w.message_id DESC, w.arg_id"
+    )
+    return statement, [*terms_params, SMALL_FIELD_CHARS, THREAD_LITERAL_MAX_CHARS, *params]
+
+
+def recent_match_sql(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> tuple[str, list[Any]]:
+    """The fallback of a global search the index cannot narrow in time: the newest messages only.
+
+    The whole query (not each word: the words are what made it too broad) in
+    the scope's searchable messages among the newest GLOBAL_RECENT_IDS ids, up
+    to GLOBAL_RECENT_BYTES of content or GLOBAL_RECENT_MESSAGES messages, and
+    their tool arguments: a fixed amount of work whatever the terms.
+    ``octet_length`` reads stored sizes without decompressing anything; the id
+    range keeps a caller who owns a sliver of the store from sorting all of it.
+    """
+    searchable, searchable_params = searchable_sql("m")
+    in_scope, scope_params = scope_sql(scope, dialect, message="m")
+    content_match, pattern = dialect.matches("m.content", terms[0])
+    argument_match, _ = dialect.matches("a.value", terms[0])
+    limit = SEARCH_COUNT_LIMIT + 1
+    statement = (
+        "WITH r AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
+        "SELECT m.id, m.content, m.session_id, m.generation, m.role, "
+        "sum(octet_length(m.content)) OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS seen "
+        f"FROM threadmem_message m WHERE {in_scope} AND {searchable} "
+        "AND m.id > (SELECT max(l.id) FROM threadmem_message l) - %s "
+        "ORDER BY m.id DESC LIMIT %s"
+        ") n WHERE n.seen - octet_length(n.content) < %s) "
+        f"SELECT * FROM (SELECT 0 AS term, {_CONTENT_COLUMNS.format(min_chars=dialect.min_chars('m.content'))} "
+        f"FROM r m WHERE {content_match} ORDER BY m.id DESC LIMIT %s) c0 "
+        "UNION ALL "
+        # LATERAL: each recent message's own arguments by index, not a scan of every argument.
+        f"SELECT * FROM (SELECT 0 AS term, {_ARGUMENT_COLUMNS.format(min_chars=dialect.min_chars('a.value'))} "
+        "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
+        f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0"
+    )
+    params = [
+        *scope_params,
+        *searchable_params,
+        GLOBAL_RECENT_IDS,
+        GLOBAL_RECENT_MESSAGES,
+        GLOBAL_RECENT_BYTES,
+        pattern,
+        limit,
+        pattern,
+        limit,
+    ]
+    return with_small_windows(statement, params, terms[:1], dialect)

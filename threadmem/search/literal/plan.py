@@ -1,0 +1,110 @@
+"""Which match statements a search runs: one plan per database and scope, chosen in ``choose_plan``.
+
+Every plan answers with ``Matches``: the rows, how much of the scope they
+cover and which statement found them. A thread's count is always exact; a
+global search on PostgreSQL answers within about the sum of two time budgets,
+whatever the terms (``budget.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import NamedTuple, assert_never
+
+from django.conf import settings
+
+from threadmem.scope import SearchScope
+from threadmem.search.bounded import Coverage, MatchedBy
+from threadmem.search.literal.budget import index_budget_ms, recent_budget_ms, thread_index_budget_ms, within_budget
+from threadmem.search.literal.dialects import Dialect
+from threadmem.search.literal.match import (
+    MatchRow,
+    fetch_matches,
+    index_match_sql,
+    match_rows,
+    recent_match_sql,
+    scan_match_sql,
+    spellings,
+)
+
+
+class MatchPlan(StrEnum):
+    # Read the scope's rows to the end: SQLite (no index serves its registered
+    # function), and on PostgreSQL a thread of at most thread_scan_bytes().
+    SCAN = "scan"
+    # PostgreSQL without threadmem_search, a larger thread: one statement
+    # learns how the thread spells the terms (``spellings``), then the trigram
+    # indexes run to the end.
+    SPELLED_INDEX = "spelled-index"
+    # PostgreSQL with threadmem_search, a larger thread: the indexes within
+    # about the time a scan of the thread would take, else a scan.
+    INDEX_THEN_SCAN = "index-then-scan"
+    # PostgreSQL, global scope: the indexes within index_budget_ms(), else the
+    # whole query in the newest messages within recent_budget_ms(), else nothing.
+    INDEX_THEN_RECENT = "index-then-recent"
+
+
+def thread_scan_bytes() -> int:
+    return settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
+
+
+def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
+    """The one place that decides how a search matches.
+
+    A small thread is scanned because there the index path costs more than
+    reading it: planning compiles the pattern into a trigram graph, and a
+    word common across the store makes the index read long posting lists. A
+    larger thread goes through the indexes. With threadmem_search they get
+    about a scan's time, since a term whose trigrams are all common across
+    the store costs the index more than the thread; without it the thread's
+    spelling of the terms is learnt first. The global scope has no end to
+    scan, so it gets time budgets instead (docs/search.md has the figures).
+    """
+    if dialect.vendor != "postgresql":
+        return MatchPlan.SCAN
+    if scope.is_global:
+        return MatchPlan.INDEX_THEN_RECENT
+    if scope.visible_bytes <= thread_scan_bytes():
+        return MatchPlan.SCAN
+    if dialect.has_extension:
+        return MatchPlan.INDEX_THEN_SCAN
+    return MatchPlan.SPELLED_INDEX
+
+
+class Matches(NamedTuple):
+    rows: list[MatchRow]
+    coverage: Coverage
+    matched_by: MatchedBy
+
+
+def run_plan(plan: MatchPlan, scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> Matches:
+    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three."""
+    match plan:
+        case MatchPlan.SCAN:
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect))
+            return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
+        case MatchPlan.SPELLED_INDEX:
+            spelled = spellings(scope, terms, dialect)
+            rows = fetch_matches(*index_match_sql(scope, terms, dialect, spelled=spelled))
+            return Matches(rows, Coverage.ALL, MatchedBy.SPELLED if spelled else MatchedBy.INDEX)
+        case MatchPlan.INDEX_THEN_SCAN:
+            statement, params = index_match_sql(scope, terms, dialect)
+            budgeted = within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes))
+            if budgeted is not None:
+                return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
+            # The index could not narrow the terms in time: read the thread.
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect))
+            return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
+        case MatchPlan.INDEX_THEN_RECENT:
+            statement, params = index_match_sql(scope, terms, dialect)
+            budgeted = within_budget(statement, params, index_budget_ms())
+            if budgeted is not None:
+                return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
+            statement, params = recent_match_sql(scope, terms, dialect)
+            budgeted = within_budget(statement, params, recent_budget_ms())
+            if budgeted is not None:
+                return Matches(match_rows(budgeted), Coverage.RECENT, MatchedBy.RECENT)
+            return Matches([], Coverage.NONE, MatchedBy.NONE)
+        case _:
+            assert_never(plan)

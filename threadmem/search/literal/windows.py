@@ -1,0 +1,168 @@
+"""The windows statement: each listable field's first position of a term and the window around it, cut by the database.
+
+For the few fields that can be listed, in listing order until the listed
+entries fill the literal cap. Only ``WINDOW_CHARS + 1`` characters of a field
+ever leave the database. Skipped when the match statement cut every window the
+listing needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from django.db import connection
+
+from threadmem.lib.windows import Window, window_from_slice
+from threadmem.search.bounded import (
+    TAIL_MARK,
+    WINDOW_CHARS,
+    WINDOW_LEAD,
+    Candidate,
+    WindowKey,
+    fields_to_window,
+    hit_header,
+)
+from threadmem.search.literal.dialects import Dialect
+from threadmem.search.literal.filters import searchable_sql
+
+
+class WindowRow(NamedTuple):
+    """One row of the windows statement."""
+
+    ordinal: int  # the pair's place in the listing order
+    position: int | None  # the term's first position in the field; 0 or None: it no longer matches
+    piece: str | None  # the window's characters
+
+
+def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect) -> tuple[str, list]:
+    rows = []
+    params: list[Any] = []
+    for ordinal, ((message_id, arg_id), term) in pairs:
+        rows.append("(CAST(%s AS integer), CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text), CAST(%s AS text))")
+        params += [ordinal, message_id, arg_id, dialect.pattern(terms[term]), dialect.needle(terms[term])]
+    return ", ".join(rows), params
+
+
+def window_sql_walk(
+    pairs: Sequence[tuple[int, WindowKey]],
+    terms: Sequence[str],
+    costs: Sequence[int],
+    *,
+    budget: int,
+    dialect: Dialect,
+) -> tuple[str, list[Any]]:
+    """PostgreSQL: cut windows in listing order and stop once the listed entries fill the budget.
+
+    A recursive walk over the pairs: each step reads one field once (``|| ''``
+    detoasts it a single time for both the position and the cut), and adds the
+    entry's length when the pair opens its field's first entry (``costs`` holds
+    that entry's header length, or -1 for a pair that opens nothing). Entries
+    of later terms on a field already seen count as nothing here, so the walk
+    may cut a few windows more than get listed, never fewer, and far fewer
+    than a fixed bound would (docs/search.md).
+    """
+    rows = []
+    params: list[Any] = []
+    for (ordinal, ((message_id, arg_id), term)), cost in zip(pairs, costs, strict=True):
+        rows.append(
+            "(CAST(%s AS integer), CAST(%s AS bigint), CAST(%s AS bigint), CAST(%s AS text), CAST(%s AS text), "
+            "CAST(%s AS integer))"
+        )
+        params += [ordinal, message_id, arg_id, dialect.pattern(terms[term]), dialect.needle(terms[term]), cost]
+    searchable, searchable_params = searchable_sql("m")
+    lead, width, tail = WINDOW_LEAD, WINDOW_CHARS, len(TAIL_MARK)
+    statement = (
+        f"WITH RECURSIVE p(ord, message_id, arg_id, pattern, needle, hdr) AS (VALUES {', '.join(rows)}), "
+        "w(ord, pos, piece, used) AS ("
+        "SELECT -1, CAST(NULL AS integer), CAST(NULL AS text), 0 "
+        "UNION ALL "
+        "SELECT p.ord, x.pos, x.piece, w.used + CASE WHEN p.hdr >= 0 AND x.pos > 0 THEN "
+        f"p.hdr + 1 + char_length(left(x.piece, {width})) + CASE WHEN x.pos > {lead + 1} THEN 1 ELSE 0 END "
+        f"+ CASE WHEN char_length(x.piece) > {width} THEN {tail} ELSE 0 END ELSE 0 END "
+        "FROM w JOIN p ON p.ord = w.ord + 1 CROSS JOIN LATERAL ("
+        f"SELECT y.pos, {dialect.window('y.body', 'y.pos', 'p.needle')} AS piece FROM ("
+        f"SELECT b.body, {dialect.position('b.body', 'p.pattern', 'p.needle')} AS pos FROM ("
+        "SELECT (CASE WHEN p.arg_id = 0 "
+        f"THEN (SELECT m.content FROM threadmem_message m WHERE m.id = p.message_id AND {searchable}) "
+        "ELSE (SELECT a.value FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
+        f"WHERE a.id = p.arg_id AND {searchable}) END) || '' AS body OFFSET 0"
+        ") b OFFSET 0) y OFFSET 0) x "
+        "WHERE w.used <= %s"
+        ") "
+        "SELECT ord, pos, piece FROM w WHERE ord >= 0"
+    )
+    return statement, [*params, *searchable_params, *searchable_params, budget]
+
+
+def window_sql_all(
+    pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect
+) -> tuple[str, list[Any]]:
+    """SQLite: cut the windows of every pair (a file database on a laptop; no walk needed)."""
+    values, params = _pairs_values(pairs, terms, dialect)
+    searchable, searchable_params = searchable_sql("m")
+    statement = (
+        f"WITH p(ord, message_id, arg_id, pattern, needle) AS (VALUES {values}), "
+        "s AS MATERIALIZED ("
+        f"SELECT p.ord AS ord, m.content AS body, {dialect.position('m.content', 'p.pattern', 'p.needle')} AS pos "
+        f"FROM p JOIN threadmem_message m ON m.id = p.message_id WHERE p.arg_id = 0 AND {searchable} "
+        "UNION ALL "
+        f"SELECT p.ord, a.value, {dialect.position('a.value', 'p.pattern', 'p.needle')} "
+        "FROM p JOIN threadmem_toolargument a ON a.id = p.arg_id JOIN threadmem_message m ON m.id = a.message_id "
+        f"WHERE p.arg_id <> 0 AND {searchable}"
+        ") "
+        f"SELECT s.ord, s.pos, {dialect.window('s.body', 's.pos', 'NULL')} FROM s"
+    )
+    return statement, [*params, *searchable_params, *searchable_params]
+
+
+def window_at(position: int | None, piece: str | None) -> tuple[int, Window] | None:
+    """(position, Window) from what the database cut, or None when the field no longer matches."""
+    if not position:
+        return None
+    return position, window_from_slice(position=position, piece=piece, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+
+
+def cut_windows(
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    *,
+    budget: int,
+    dialect: Dialect,
+    cut: Mapping[WindowKey, tuple[int, Window] | None],
+) -> dict[WindowKey, tuple[int, Window] | None]:
+    """(field, term) -> (position, Window), or None when the field no longer matches.
+
+    Pairs the walk did not reach are absent: they cannot be listed. ``cut``
+    holds the windows the match statement cut already (``match.with_small_windows``):
+    when it has every pair, no statement runs.
+    """
+    pairs = list(enumerate(fields_to_window(list(candidates), list(terms), budget=budget)))
+    if not pairs:
+        return {}
+    if all(pair in cut for _, pair in pairs):
+        return {pair: cut[pair] for _, pair in pairs}
+    cut_here: dict[WindowKey, tuple[int, Window] | None] = {}
+    if dialect.vendor == "postgresql":
+        first_candidate: dict[tuple[int, int], Candidate] = {}
+        for candidate in candidates:
+            first_candidate.setdefault(candidate.field_key, candidate)
+        opened: set[tuple[int, int]] = set()
+        costs = []
+        for _, (key, term) in pairs:
+            opener = first_candidate[key]
+            if key not in opened and term == opener.term:
+                opened.add(key)
+                costs.append(len(hit_header(opener)))
+            else:
+                costs.append(-1)
+        statement, params = window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect)
+    else:
+        cut_here = {pair: None for _, pair in pairs}
+        statement, params = window_sql_all(pairs, terms, dialect)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        for row in map(WindowRow._make, cursor.fetchall()):
+            _, pair = pairs[row.ordinal]
+            cut_here[pair] = window_at(row.position, row.piece)
+    return cut_here
