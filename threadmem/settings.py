@@ -221,6 +221,10 @@ CACHES = {
     )
 }
 
+# PostgreSQL: keep embeddings in pgvector where the server has it (false: float32 bytes, ranked in NumPy,
+# as on a stock server). Decided when migrations create the column.
+THREADMEM_PGVECTOR = env_bool("THREADMEM_PGVECTOR", True)
+
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 # Without a broker, tasks run in the calling process (the embedded default).
