@@ -29,6 +29,10 @@ class ThreadmemConfig(AppConfig):
         # The compaction service enqueues through the task module, which imports it (not the other way round).
         compaction_service.run_enqueuer = compaction_tasks.compaction_enqueue
 
+        from threadmem.compaction import resummarize
+
+        if resummarize.resummarize_after_isolation not in services.after_isolation_hooks:
+            services.after_isolation_hooks.append(resummarize.resummarize_after_isolation)
         # Automatic compaction and embedding after appends; services.py imports neither.
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
             if hook not in services.after_append_hooks:

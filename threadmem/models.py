@@ -325,9 +325,10 @@ class Compaction(models.Model):
                 condition=Q(status__in=["pending", "running"]),
                 name="compaction_one_live_per_generation",
             ),
+            # Re-summaries after isolation (trigger "isolation") rewrite a compacted generation's summary again.
             models.UniqueConstraint(
                 fields=["thread", "generation"],
-                condition=Q(status="succeeded"),
+                condition=Q(status="succeeded") & ~Q(trigger="isolation"),
                 name="compaction_one_success_per_generation",
             ),
         ]

@@ -55,6 +55,9 @@ logger = logging.getLogger(__name__)
 # Called after messages land, with the thread; compaction registers its
 # automatic trigger here so this module does not import it.
 after_append_hooks: list[Callable[[Thread], None]] = []
+# Called in the isolation's transaction with the message and the admin; compaction registers the
+# re-summary of a compacted generation here (a summary must not keep quoting an isolated message).
+after_isolation_hooks: list[Callable[[Message, AbstractBaseUser], object]] = []
 
 
 # --- validation -------------------------------------------------------------
@@ -334,6 +337,8 @@ def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBas
     IsolationEvent.objects.create(
         actor=actor, thread_id=message.thread_id, message=message, isolated=isolated, surface=surface
     )
+    for hook in after_isolation_hooks:
+        hook(message, actor)
     return message
 
 

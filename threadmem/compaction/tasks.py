@@ -19,7 +19,7 @@ from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
-from threadmem.compaction import recovery, service
+from threadmem.compaction import recovery, resummarize, service
 from threadmem.models import Compaction
 
 
@@ -62,9 +62,17 @@ def compaction_run_task(self, compaction_id: int) -> str:
     return f"{outcome.status}: {outcome.detail}"
 
 
+@shared_task(name="threadmem.compaction.resummarize", acks_late=True, reject_on_worker_lost=True)
+def resummarize_task(compaction_id: int) -> str:
+    """A re-summary after isolation (resummarize.py): fetch by id, call the service."""
+    message = resummarize.resummarize_run(compaction_id=compaction_id)
+    return f"summary messageId={message.id}" if message is not None else "nothing to do"
+
+
 def compaction_enqueue(compaction: Compaction) -> None:
     """Send ``compaction`` to a worker under its own task id (the service calls this on commit)."""
-    compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+    task = resummarize_task if compaction.trigger == resummarize.TRIGGER else compaction_run_task
+    task.apply_async(args=[compaction.id], task_id=compaction.task_id)
 
 
 @shared_task(name="threadmem.compaction.sweep", ignore_result=True)
