@@ -138,21 +138,6 @@ def thread_id_for_channel(*, channel: str) -> int:
     return thread_id
 
 
-def generation_timeline(*, thread: Thread) -> list[Generation]:
-    """The thread's generations, oldest first, each with ``message_count``."""
-    message_count = (
-        Message.objects.filter(thread_id=OuterRef("thread_id"), generation=OuterRef("number"))
-        .order_by()
-        .values("generation")
-        .annotate(n=Count("pk"))
-    )
-    return list(
-        Generation.objects.filter(thread=thread)
-        .annotate(message_count=Coalesce(Subquery(message_count.values("n"), output_field=IntegerField()), Value(0)))
-        .order_by("number")
-    )
-
-
 def _sliced_messages() -> QuerySet[Message]:
     """Messages without their big columns; a preview and the sizes computed in SQL."""
     return Message.objects.only(
