@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.core import checks
 from django.db import connections
 from django.db.models.signals import post_migrate
 
@@ -18,6 +19,7 @@ class ThreadmemConfig(AppConfig):
     def ready(self) -> None:
         post_migrate.connect(forget_search_extension, dispatch_uid="threadmem.forget_search_extension")
         from threadmem import services
+        from threadmem.checks import check_broker_visibility_timeout
         from threadmem.compaction import service as compaction_service
         from threadmem.compaction import tasks as compaction_tasks  # also registers the Celery task in workers
         from threadmem.embeddings import tasks as embedding_tasks
@@ -30,3 +32,5 @@ class ThreadmemConfig(AppConfig):
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
             if hook not in services.after_append_hooks:
                 services.after_append_hooks.append(hook)
+
+        checks.register(check_broker_visibility_timeout)
