@@ -6,7 +6,7 @@ from django.db.models import BigIntegerField, Func, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from threadmem import selectors
-from threadmem.compaction.summary import GenerationInput
+from threadmem.compaction.sections import GenerationInput
 from threadmem.models import Compaction, Generation, Message, Thread
 
 

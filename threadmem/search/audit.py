@@ -166,7 +166,7 @@ def message_context_read(
             holder = f"messageId={call_message_id}" if call_message_id else "not stored in this thread"
             lines.append(f"result of tool call: id={one_line(message.tool_call_id)} in {holder}")
         text, page, next_offset = _page(message, prefix="\n".join(lines), offset=offset)
-    call.answered(hits_total=1, hits_shown=1, chars_returned=len(text), truncated=next_offset is not None)
+    call.log(hits_total=1, hits_shown=1, chars_returned=len(text), truncated=next_offset is not None)
     return AuditRead(
         message=message,
         content=page,

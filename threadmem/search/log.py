@@ -106,7 +106,7 @@ def _insert_async_commit(row: ToolCall) -> None:
 
 @dataclass
 class LoggedCall:
-    """One memory-tool call being answered; ``answered`` logs its success, ``logged_call`` its refusal."""
+    """One memory-tool call being answered: ``logged_call`` times it, ``log`` writes its row."""
 
     tool: str
     user: AbstractBaseUser | None
@@ -115,7 +115,15 @@ class LoggedCall:
     thread_id: int | None = None
     started: float = field(default_factory=time.perf_counter)
 
-    def answered(self, *, hits_total: int, hits_shown: int, chars_returned: int, truncated: bool) -> ToolCall:
+    def log(
+        self,
+        *,
+        chars_returned: int,
+        hits_total: int = 0,
+        hits_shown: int = 0,
+        truncated: bool = False,
+        status_code: int = 200,
+    ) -> ToolCall:
         return tool_call_log(
             tool=self.tool,
             user=self.user,
@@ -127,6 +135,7 @@ class LoggedCall:
             chars_returned=chars_returned,
             truncated=truncated,
             latency_ms=(time.perf_counter() - self.started) * 1000,
+            status_code=status_code,
         )
 
 
@@ -136,21 +145,12 @@ def logged_call(
 ) -> Iterator[LoggedCall]:
     """Time one tool call; a DomainError raised inside is logged as a refusal (the error text is what came back).
 
-    The body sets ``call.thread_id`` once it knows the thread and calls
-    ``call.answered(...)`` with what it returns.
+    The body sets ``call.thread_id`` once it knows the thread and ends with
+    ``call.log(...)`` of what it answers.
     """
     call = LoggedCall(tool=tool, user=user, surface=surface, arguments=arguments)
     try:
         yield call
     except DomainError as error:
-        tool_call_log(
-            tool=tool,
-            user=user,
-            surface=surface,
-            arguments=arguments,
-            thread_id=call.thread_id,
-            chars_returned=len(error.message),
-            latency_ms=(time.perf_counter() - call.started) * 1000,
-            status_code=error.status_code,
-        )
+        call.log(chars_returned=len(error.message), status_code=error.status_code)
         raise

@@ -115,7 +115,7 @@ def search_memory(
         coverage=literal.coverage,
         matched_by=literal.matched_by,
     )
-    call.answered(
+    call.log(
         hits_total=result.literal_hits_total,
         hits_shown=result.literal_hits_shown,
         chars_returned=len(text),
