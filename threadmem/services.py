@@ -210,12 +210,16 @@ def can_isolate(user: AbstractBaseUser) -> bool:
     return bool(user.is_superuser or user.has_perm("threadmem.isolate"))
 
 
-@transaction.atomic
-def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Thread:
+def _check_isolation_change(*, actor: AbstractBaseUser, isolated: Any) -> None:
     if not can_isolate(actor):
         raise PermissionDenied(ISOLATION_DENIED, field="isolated")
     if not isinstance(isolated, bool):
         raise InvalidInput("isolated must be true or false", field="isolated")
+
+
+@transaction.atomic
+def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Thread:
+    _check_isolation_change(actor=actor, isolated=isolated)
     Thread.objects.filter(pk=thread.pk).update(isolated=isolated)
     thread.isolated = isolated
     IsolationEvent.objects.create(actor=actor, thread=thread, isolated=isolated, surface=surface)
@@ -224,10 +228,7 @@ def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUs
 
 @transaction.atomic
 def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Message:
-    if not can_isolate(actor):
-        raise PermissionDenied(ISOLATION_DENIED, field="isolated")
-    if not isinstance(isolated, bool):
-        raise InvalidInput("isolated must be true or false", field="isolated")
+    _check_isolation_change(actor=actor, isolated=isolated)
     Message.objects.filter(pk=message.pk).update(isolated=isolated)
     message.isolated = isolated
     IsolationEvent.objects.create(
