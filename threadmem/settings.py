@@ -322,6 +322,13 @@ THREADMEM_COMPACTION_MAX_RETRIES = env_int("THREADMEM_COMPACTION_MAX_RETRIES", 5
 THREADMEM_COMPACTION_RETRY_BACKOFF = env_int("THREADMEM_COMPACTION_RETRY_BACKOFF", 10, minimum=1)
 # Soft time limit of one compaction attempt; the hard limit is 60 s later.
 THREADMEM_COMPACTION_TIME_LIMIT = env_int("THREADMEM_COMPACTION_TIME_LIMIT", 900, minimum=10)
+# A worker's running claim is trusted this long without a heartbeat (renewed every quarter of it); a
+# killed worker's compaction is sent again by the sweep (Celery beat) once it runs out.
+THREADMEM_COMPACTION_LEASE = env_int("THREADMEM_COMPACTION_LEASE", 60, minimum=2)
+THREADMEM_COMPACTION_SWEEP_SECONDS = env_int("THREADMEM_COMPACTION_SWEEP_SECONDS", 30, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
+}
 # Redis hands an unacknowledged task to another worker after this many seconds
 # (a worker that died mid-task); keep it above the compaction hard time limit.
 _visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
