@@ -35,6 +35,7 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
 	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@.tmp && mv $@.tmp $@
 
 run: $(VENV)/.installed-run .secret_key
+	$(PY) manage.py database
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)

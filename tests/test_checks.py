@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.checks import run_checks
+from django.core.checks import registry
+
+from threadmem.checks import broker_visibility_timeout_check
 
 REDIS = "redis://127.0.0.1:6379/0"
 
@@ -11,7 +13,11 @@ def errors_of(settings, *, broker: str, visibility_timeout: int, time_limit: int
     settings.CELERY_BROKER_URL = broker
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": visibility_timeout}
     settings.THREADMEM_COMPACTION_TIME_LIMIT = time_limit
-    return [message.id for message in run_checks() if message.id.startswith("threadmem.")]
+    return [message.id for message in broker_visibility_timeout_check()]
+
+
+def test_manage_py_check_runs_it():
+    assert broker_visibility_timeout_check in registry.registry.get_checks()
 
 
 def test_a_redis_visibility_timeout_at_or_below_the_compaction_hard_limit_is_an_error(settings):

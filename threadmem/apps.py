@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
-from django.core import checks
 from django.db import connections
 from django.db.models.signals import post_migrate
 
 
 def forget_search_extension(**kwargs) -> None:
-    """Migrations may add or remove threadmem_search: search probes for it again."""
+    """Migrations may add or remove threadmem_search or the vector column: probe for them again."""
     for connection in connections.all(initialized_only=True):
         connection.threadmem_search_extension = None
+        connection.threadmem_pgvector = None
 
 
 class ThreadmemConfig(AppConfig):
@@ -17,9 +17,10 @@ class ThreadmemConfig(AppConfig):
     verbose_name = "threadmem"
 
     def ready(self) -> None:
+        from threadmem import checks  # noqa: F401  (registers the system checks)
+
         post_migrate.connect(forget_search_extension, dispatch_uid="threadmem.forget_search_extension")
         from threadmem import services
-        from threadmem.checks import check_broker_visibility_timeout
         from threadmem.compaction import service as compaction_service
         from threadmem.compaction import tasks as compaction_tasks  # also registers the Celery task in workers
         from threadmem.embeddings import tasks as embedding_tasks
@@ -32,5 +33,3 @@ class ThreadmemConfig(AppConfig):
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
             if hook not in services.after_append_hooks:
                 services.after_append_hooks.append(hook)
-
-        checks.register(check_broker_visibility_timeout)

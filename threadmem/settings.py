@@ -151,7 +151,9 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'threadmem.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Health checks: a kept connection that a database restart broke is replaced at the start of the next
+    # request instead of failing it.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 except Exception as exc:  # dj_database_url raises several types on bad URLs
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
 
@@ -236,6 +238,10 @@ CACHES = {
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
 }
+
+# PostgreSQL: keep embeddings in pgvector where the server has it (false: float32 bytes, ranked in NumPy,
+# as on a stock server). Decided when migrations create the column.
+THREADMEM_PGVECTOR = env_bool("THREADMEM_PGVECTOR", True)
 
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
