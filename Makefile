@@ -29,7 +29,12 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@ $(VENV)/.installed-run
 
-run: $(VENV)/.installed-run
+# The per-checkout SECRET_KEY that settings read when SECRET_KEY is unset
+# (importing settings never writes it; production sets SECRET_KEY).
+.secret_key: | python
+	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@.tmp && mv $@.tmp $@
+
+run: $(VENV)/.installed-run .secret_key
 	$(PY) manage.py database
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
@@ -62,14 +67,14 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench-ingest: $(VENV)/.installed-dev
+bench-ingest: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/ingest.py
 
-bench-search: $(VENV)/.installed-dev
+bench-search: $(VENV)/.installed-dev .secret_key
 	bash scripts/install-pg-extension.sh
 	$(PY) bench/search.py --semantic
 
-bench-console: $(VENV)/.installed-dev
+bench-console: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/console.py
 
 bench-load: $(VENV)/.installed-dev

@@ -84,6 +84,23 @@ class Generation(models.Model):
         return f"{self.thread_id}#{self.number}"
 
 
+class MessageQuerySet(models.QuerySet):
+    """The message rules every read shares, one home each (``MODEL_VISIBLE``, ``SEARCHABLE`` below).
+
+    ``visible()``: what the model sees of a generation (machine events and
+    summaries included). ``searchable()``: what every model-facing read and
+    search may show; the literal search's raw SQL
+    (``search.literal.filters.searchable_sql``) is held equal to it by
+    tests/test_search_filters.py.
+    """
+
+    def visible(self) -> MessageQuerySet:
+        return self.filter(MODEL_VISIBLE)
+
+    def searchable(self) -> MessageQuerySet:
+        return self.filter(SEARCHABLE)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
@@ -123,6 +140,8 @@ class Message(models.Model):
     # imported agent ("claude-code") whose own summary it is. A database
     # default, because the PostgreSQL append path COPYs named columns only.
     summary_origin = models.CharField(max_length=32, blank=True, default="", db_default="")
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         ordering = ["thread_id", "seq"]

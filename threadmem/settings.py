@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import tempfile
 from pathlib import Path
 
@@ -68,20 +69,37 @@ def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
     return value
 
 
-def local_secret_key() -> str:
-    """A per-checkout key kept out of the repository (see .gitignore)."""
-    path = BASE_DIR / ".secret_key"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        key = secrets.token_urlsafe(50)
-        path.write_text(key)
-        path.chmod(0o600)
+# `make run` creates it (the Makefile's .secret_key target); settings only read it.
+SECRET_KEY_FILE = BASE_DIR / ".secret_key"
+# Under pytest a missing key is made up for the process (conftest.py hands it to workers).
+TESTING = "pytest" in sys.modules
+
+
+def secret_key(*, debug: bool) -> str:
+    """SECRET_KEY, else the per-checkout key in .secret_key (kept out of git), else refuse.
+
+    Importing settings never writes a file. Under DEBUG or tests a missing
+    key is a random one for this process only (sessions end with it).
+    """
+    key = env_str("SECRET_KEY")
+    if key:
         return key
+    try:
+        key = SECRET_KEY_FILE.read_text().strip()
+    except FileNotFoundError:
+        key = ""
+    if key:
+        return key
+    if debug or TESTING:
+        return secrets.token_urlsafe(50)
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is not set and {SECRET_KEY_FILE} does not exist: set SECRET_KEY (production), "
+        "or run `make run` once, which creates .secret_key for this checkout"
+    )
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY") or local_secret_key()
+SECRET_KEY = secret_key(debug=DEBUG)
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 
@@ -282,6 +300,10 @@ THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
 # would take at this many bytes a millisecond, then the thread is scanned
 # (bench/search.py: a scan reads ~750,000; the default leaves the index room).
 THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 400_000, minimum=1)
+# Thread search on PostgreSQL: "scan" or "index" forces the match path for
+# measuring one against the other; "auto" chooses by THREADMEM_SEARCH_THREAD_SCAN_BYTES.
+# threadmem/search/tuning.py reads these knobs as one SearchTuning.
+THREADMEM_SEARCH_PATH = env_choice("THREADMEM_SEARCH_PATH", "auto", ("auto", "scan", "index"))
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.

@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.errors import DomainError, InvalidInput
+from threadmem.lib.validate import require_keys
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.audit import AUDIT_READ_MAX_CHARS
 from threadmem.search.bounded import (
@@ -124,11 +125,14 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
 
 
 def _check_keys(arguments: dict[str, Any], allowed: set[str], required: str) -> None:
-    unknown = sorted(set(arguments) - allowed)
-    if unknown:
-        raise BadToolCall(f"unknown arguments: {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-    if required not in arguments:
-        raise BadToolCall(f"{required} is required", field=required)
+    require_keys(
+        arguments,
+        allowed,
+        {required},
+        unknown_message="unknown arguments: {unknown}; allowed: {allowed}",
+        unknown_field=None,
+        error=BadToolCall,
+    )
 
 
 def _integer(value: Any, *, name: str) -> int:

@@ -32,6 +32,7 @@ from api.serializers_memory import (
 from api.views.threads import JSONAPIView, Pagination, body_object
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
+from threadmem.lib.validate import require_keys
 from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
@@ -44,13 +45,7 @@ SEARCH_FIELDS = {"query", "channel"}
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
         raise InvalidInput("the body must be a JSON object with query and, optionally, channel")
-    unknown = set(data) - SEARCH_FIELDS
-    if unknown:
-        raise InvalidInput(
-            f"unknown fields: {', '.join(sorted(unknown))} (allowed: query, channel)", field=sorted(unknown)[0]
-        )
-    if "query" not in data:
-        raise InvalidInput("query is required", field="query")
+    require_keys(data, SEARCH_FIELDS, {"query"}, unknown_message="unknown fields: {unknown} (allowed: query, channel)")
     result = search_memory(user=request.user, query=data["query"], channel=data.get("channel"), surface="api")
     return Response(search_result_data(result))
 

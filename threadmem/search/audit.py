@@ -15,18 +15,17 @@ is still reachable: search_memory windows every argument leaf by its path.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
-from threadmem.errors import DomainError, InvalidInput
-from threadmem.models import SEARCHABLE, Message, ToolCall
+from threadmem.errors import InvalidInput
+from threadmem.models import Message, ToolCall
 from threadmem.search.bounded import TAIL_MARK, one_line
 from threadmem.search.literal.filters import searchable_sql
-from threadmem.search.log import tool_call_log, tool_call_refused
+from threadmem.search.log import logged_call
 from threadmem.selectors import message_get_for
 
 AUDIT_READ_MAX_CHARS = 12_000
@@ -69,7 +68,7 @@ def _result_ids(message: Message, *, model_facing: bool) -> dict[str, list[int]]
         return {}
     results = Message.objects.filter(thread_id=message.thread_id, role=Message.Role.TOOL, tool_call_id__in=call_ids)
     if model_facing:
-        results = results.filter(SEARCHABLE)
+        results = results.searchable()
     by_call: dict[str, list[int]] = {}
     for result_id, call_id in results.order_by("seq").values_list("id", "tool_call_id"):
         by_call.setdefault(call_id, []).append(result_id)
@@ -140,14 +139,12 @@ def message_context_read(
     model_facing: bool,
     surface: str = "api",
 ) -> AuditRead:
-    started = time.perf_counter()
     arguments = {"message_id": message_id, "view": view, "offset": offset}
-    thread_id = None
-    try:
+    with logged_call(tool=ToolCall.Tool.MESSAGE_CONTEXT_READ, user=user, surface=surface, arguments=arguments) as call:
         _check_view(view)
         offset = _check_offset(offset)
         message = message_get_for(user=user, message_id=message_id, model_facing=model_facing)
-        thread_id = message.thread_id
+        call.thread_id = message.thread_id
         if offset > len(message.content):
             raise InvalidInput(
                 f"offset {offset} is past the end of the content ({len(message.content)} characters)", field="offset"
@@ -169,29 +166,7 @@ def message_context_read(
             holder = f"messageId={call_message_id}" if call_message_id else "not stored in this thread"
             lines.append(f"result of tool call: id={one_line(message.tool_call_id)} in {holder}")
         text, page, next_offset = _page(message, prefix="\n".join(lines), offset=offset)
-    except DomainError as err:
-        tool_call_refused(
-            tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
-            user=user,
-            surface=surface,
-            arguments=arguments,
-            thread_id=thread_id,
-            started=started,
-            error=err,
-        )
-        raise
-    tool_call_log(
-        tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
-        user=user,
-        surface=surface,
-        arguments=arguments,
-        thread_id=thread_id,
-        hits_total=1,
-        hits_shown=1,
-        chars_returned=len(text),
-        truncated=next_offset is not None,
-        latency_ms=(time.perf_counter() - started) * 1000,
-    )
+    call.log(hits_total=1, hits_shown=1, chars_returned=len(text), truncated=next_offset is not None)
     return AuditRead(
         message=message,
         content=page,

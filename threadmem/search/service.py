@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from threadmem.errors import DomainError, InvalidInput
+from threadmem.errors import InvalidInput
 from threadmem.lib.storable import text_problem
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.models import ToolCall
@@ -16,7 +15,7 @@ from threadmem.scope import resolve_scope
 from threadmem.search import semantic
 from threadmem.search.bounded import QUERY_MAX_CHARS, Coverage, Hit, MatchedBy, header_lines, merge
 from threadmem.search.literal import literal_search
-from threadmem.search.log import tool_call_log, tool_call_refused
+from threadmem.search.log import logged_call
 
 CHANNEL_MAX_CHARS = 255
 
@@ -86,14 +85,13 @@ def search_memory(
     *, user: AbstractBaseUser, query: str, channel: str | None = None, surface: str = "api"
 ) -> SearchResult:
     """The bounded pull interface (SPEC §2). Logs one ToolCall row, refused calls included."""
-    started = time.perf_counter()
-    arguments = {"query": query, "channel": channel}
-    thread_id = None
-    try:
+    with logged_call(
+        tool=ToolCall.Tool.SEARCH_MEMORY, user=user, surface=surface, arguments={"query": query, "channel": channel}
+    ) as call:
         query = _check_query(query)
         channel = _check_channel(channel)
         scope = resolve_scope(user=user, channel=channel)
-        thread_id = scope.thread_id
+        call.thread_id = scope.thread_id
         terms = _terms(query, global_scope=scope.is_global)
         semantic_text = semantic.start(scope=scope, query=query, terms=terms)
         literal = literal_search(scope=scope, terms=terms)
@@ -106,17 +104,6 @@ def search_memory(
             stopped_early=literal.stopped_early,
         )
         text, truncated = merge(header=header, literal=literal.text, semantic=semantic_text())
-    except DomainError as err:
-        tool_call_refused(
-            tool=ToolCall.Tool.SEARCH_MEMORY,
-            user=user,
-            surface=surface,
-            arguments=arguments,
-            thread_id=thread_id,
-            started=started,
-            error=err,
-        )
-        raise
     result = SearchResult(
         text=text,
         literal_hits_total=literal.total,
@@ -128,16 +115,10 @@ def search_memory(
         coverage=literal.coverage,
         matched_by=literal.matched_by,
     )
-    tool_call_log(
-        tool=ToolCall.Tool.SEARCH_MEMORY,
-        user=user,
-        surface=surface,
-        arguments=arguments,
-        thread_id=thread_id,
+    call.log(
         hits_total=result.literal_hits_total,
         hits_shown=result.literal_hits_shown,
         chars_returned=len(text),
         truncated=truncated,
-        latency_ms=(time.perf_counter() - started) * 1000,
     )
     return result

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple, assert_never
 
-from django.conf import settings
-
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import Coverage, MatchedBy
 from threadmem.search.literal.budget import index_budget_ms, recent_budget_ms, thread_index_budget_ms, within_budget
@@ -27,11 +25,12 @@ from threadmem.search.literal.match import (
     scan_match_sql,
     spellings,
 )
+from threadmem.search.tuning import SearchPath, SearchTuning
 
 
 class MatchPlan(StrEnum):
     # Read the scope's rows to the end: SQLite (no index serves its registered
-    # function), and on PostgreSQL a thread of at most thread_scan_bytes().
+    # function), and on PostgreSQL a thread of at most thread_scan_bytes.
     SCAN = "scan"
     # PostgreSQL without threadmem_search, a larger thread: one statement
     # learns how the thread spells the terms (``spellings``), then the trigram
@@ -45,10 +44,6 @@ class MatchPlan(StrEnum):
     INDEX_THEN_RECENT = "index-then-recent"
 
 
-def thread_scan_bytes() -> int:
-    return settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
-
-
 def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     """The one place that decides how a search matches.
 
@@ -60,12 +55,16 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     the store costs the index more than the thread; without it the thread's
     spelling of the terms is learnt first. The global scope has no end to
     scan, so it gets time budgets instead (docs/search.md has the figures).
+    THREADMEM_SEARCH_PATH=scan or index forces a thread's choice either way.
     """
     if dialect.vendor != "postgresql":
         return MatchPlan.SCAN
     if scope.is_global:
         return MatchPlan.INDEX_THEN_RECENT
-    if scope.visible_bytes <= thread_scan_bytes():
+    tuning = SearchTuning.from_settings()
+    if tuning.path == SearchPath.SCAN or (
+        tuning.path == SearchPath.AUTO and scope.visible_bytes <= tuning.thread_scan_bytes
+    ):
         return MatchPlan.SCAN
     if dialect.has_extension:
         return MatchPlan.INDEX_THEN_SCAN
