@@ -38,20 +38,22 @@ from threadmem.search import message_context_read, search_memory
 from threadmem.tools import TOOLS
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer}
-SEARCH_FIELDS = {"query", "channel"}
+SEARCH_FIELDS = {"query", "channel", "cursor"}
 
 
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
-        raise InvalidInput("the body must be a JSON object with query and, optionally, channel")
+        raise InvalidInput("the body must be a JSON object with query and, optionally, channel and cursor")
     unknown = set(data) - SEARCH_FIELDS
     if unknown:
         raise InvalidInput(
-            f"unknown fields: {', '.join(sorted(unknown))} (allowed: query, channel)", field=sorted(unknown)[0]
+            f"unknown fields: {', '.join(sorted(unknown))} (allowed: query, channel, cursor)", field=sorted(unknown)[0]
         )
     if "query" not in data:
         raise InvalidInput("query is required", field="query")
-    result = search_memory(user=request.user, query=data["query"], channel=data.get("channel"), surface="api")
+    result = search_memory(
+        user=request.user, query=data["query"], channel=data.get("channel"), cursor=data.get("cursor"), surface="api"
+    )
     return Response(search_result_data(result))
 
 
@@ -75,6 +77,9 @@ class SearchView(JSONAPIView):
         parameters=[
             OpenApiParameter("query", OpenApiTypes.STR, required=True, description="literal text to find"),
             OpenApiParameter("channel", OpenApiTypes.STR, description="the thread to search; omit for all"),
+            OpenApiParameter(
+                "cursor", OpenApiTypes.STR, description="next_cursor of an earlier answer to the same query"
+            ),
         ],
         responses={200: SearchResultSerializer, **ERRORS},
         tags=["memory"],
