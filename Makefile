@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-recall clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -70,6 +70,11 @@ bench-search: $(VENV)/.installed-dev
 
 bench-console: $(VENV)/.installed-dev
 	$(PY) bench/console.py
+
+# Recall on the shared real Claude Code sessions (../shared/data/claude-code), in threadmem_bench_recall.
+bench-recall: $(VENV)/.installed-dev
+	bash scripts/install-pg-extension.sh
+	$(PY) bench/recall.py
 
 clean:
 	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache
