@@ -49,6 +49,7 @@ os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/thread
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 
 import django  # noqa: E402
+import recall_synthetic  # noqa: E402
 
 SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
 USER = "bench-recall"
@@ -294,67 +295,110 @@ def blind_search(user, channel: str, current: int, path: str, line: str, max_cal
     return False, calls, most
 
 
+@dataclass
+class Measures:
+    identity: Stats = field(default_factory=Stats)
+    association: Stats = field(default_factory=Stats)
+    blind: Stats = field(default_factory=Stats)  # association, the tools without tool=/result=/cursor
+
+
+def measure(user, thread, identities: list[str], associations: list[tuple[str, str]], max_calls: int) -> Measures:
+    from threadmem.search import search_memory
+
+    measures = Measures()
+    identity, association, blind = measures.identity, measures.association, measures.blind
+    messages = messages_of(thread)
+    summary = summary_of(thread)
+    channel, current = thread.channel, thread.current_generation
+    for identifier in identities:
+        identity.total += 1
+        text = search_memory(user=user, query=identifier, channel=channel).text
+        identity.found += identifier.lower() in text.lower()
+        identity.calls.append(1)
+        identity.max_chars = max(identity.max_chars, len(text))
+        identity.kept_by_summary += identifier.lower() in summary.lower()
+        baseline = letta_baseline(messages, identifier)
+        identity.baseline_found += identifier.lower() in baseline.lower()
+        identity.baseline_max_chars = max(identity.baseline_max_chars, len(baseline))
+    for path, line in associations:
+        for stats, policy in ((association, scripted_search), (blind, blind_search)):
+            found, calls, most = policy(user, channel, current, path, line, max_calls)
+            stats.total += 1
+            stats.found += found
+            stats.calls.append(calls)
+            stats.max_chars = max(stats.max_chars, most)
+        association.kept_by_summary += line in summary
+        baseline = letta_baseline(messages, path)
+        association.baseline_found += line in baseline
+        association.baseline_max_chars = max(association.baseline_max_chars, len(baseline))
+    return measures
+
+
+def merged(parts: list[Stats]) -> Stats:
+    total = Stats()
+    for part in parts:
+        total.found += part.found
+        total.total += part.total
+        total.calls += part.calls
+        total.max_chars = max(total.max_chars, part.max_chars)
+        total.kept_by_summary += part.kept_by_summary
+        total.baseline_found += part.baseline_found
+        total.baseline_max_chars = max(total.baseline_max_chars, part.baseline_max_chars)
+    return total
+
+
+def report(title: str, measures: list[Measures]) -> None:
+    print(title)
+    identity = merged([m.identity for m in measures])
+    association = merged([m.association for m in measures])
+    blind = merged([m.blind for m in measures])
+    for name, stats in (("identity", identity), ("association", association)):
+        if not stats.total:
+            print(f"  {name}: no cases")
+            continue
+        print(
+            f"  {name}: found {stats.found}/{stats.total} ({100 * stats.found / stats.total:.1f} %) · "
+            f"calls mean {statistics.mean(stats.calls):.2f} max {max(stats.calls)} · "
+            f"max chars per call {stats.max_chars:,} · "
+            f"summary kept {stats.kept_by_summary}/{stats.total} ({100 * stats.kept_by_summary / stats.total:.1f} %) · "
+            f"Letta-style baseline found {stats.baseline_found}/{stats.total} "
+            f"({100 * stats.baseline_found / stats.total:.1f} %), up to {stats.baseline_max_chars:,} chars"
+        )
+    if blind.total:
+        print(
+            f"  association without tool=/result=/cursor: found {blind.found}/{blind.total} "
+            f"({100 * blind.found / blind.total:.1f} %) · calls mean {statistics.mean(blind.calls):.2f} "
+            f"max {max(blind.calls)} · max chars per call {blind.max_chars:,}"
+        )
+
+
 def run(data: Path, max_calls: int) -> None:
     (user,) = setup()
     channels = import_sessions(user, data)
     from threadmem.models import Thread
-    from threadmem.search import search_memory
 
-    identity = Stats()
-    association = Stats()
-    blind = Stats()
+    real = []
     for channel in channels:
         thread = Thread.objects.get(channel=channel)
         messages = messages_of(thread)
         summary = summary_of(thread)
-        if not summary:
-            continue
-        for identifier in identity_cases(thread, messages, summary):
-            identity.total += 1
-            text = search_memory(user=user, query=identifier, channel=channel).text
-            identity.found += identifier.lower() in text.lower()
-            identity.calls.append(1)
-            identity.max_chars = max(identity.max_chars, len(text))
-            identity.kept_by_summary += identifier.lower() in summary.lower()
-            baseline = letta_baseline(messages, identifier)
-            identity.baseline_found += identifier.lower() in baseline.lower()
-            identity.baseline_max_chars = max(identity.baseline_max_chars, len(baseline))
-        for path, line in association_cases(thread, messages, summary):
-            association.total += 1
-            found, calls, most = scripted_search(user, channel, thread.current_generation, path, line, max_calls)
-            association.found += found
-            association.calls.append(calls)
-            association.max_chars = max(association.max_chars, most)
-            found, calls, most = blind_search(user, channel, thread.current_generation, path, line, max_calls)
-            blind.total += 1
-            blind.found += found
-            blind.calls.append(calls)
-            blind.max_chars = max(blind.max_chars, most)
-            association.kept_by_summary += line in summary
-            baseline = letta_baseline(messages, path)
-            association.baseline_found += line in baseline
-            association.baseline_max_chars = max(association.baseline_max_chars, len(baseline))
-    print(f"sessions: {len(channels)} threads imported from {data}")
-    for name, stats in (("identity", identity), ("association", association)):
-        if not stats.total:
-            print(f"{name}: no cases")
-            continue
-        share = 100 * stats.found / stats.total
-        print(
-            f"{name}: found {stats.found}/{stats.total} ({share:.1f} %) · "
-            f"calls mean {statistics.mean(stats.calls):.2f} max {max(stats.calls)} · "
-            f"max chars per call {stats.max_chars:,} · "
-            f"Claude Code's summary kept {stats.kept_by_summary}/{stats.total} "
-            f"({100 * stats.kept_by_summary / stats.total:.1f} %) · Letta-style baseline (5 newest whole non-tool "
-            f"messages) found {stats.baseline_found}/{stats.total} ({100 * stats.baseline_found / stats.total:.1f} %), "
-            f"up to {stats.baseline_max_chars:,} chars"
-        )
-    if blind.total:
-        print(
-            f"association without tool=/result=/cursor (hits read in listed order): found {blind.found}/{blind.total} "
-            f"({100 * blind.found / blind.total:.1f} %) · calls mean {statistics.mean(blind.calls):.2f} "
-            f"max {max(blind.calls)} · max chars per call {blind.max_chars:,}"
-        )
+        if summary:
+            identities = identity_cases(thread, messages, summary)
+            associations = association_cases(thread, messages, summary)
+            real.append(measure(user, thread, identities, associations, max_calls))
+    report(f"real sessions ({len(real)} threads, compacted once by Claude Code, from {data}):", real)
+    channel, associations, identities = recall_synthetic.build(user)
+    synthetic = measure(user, Thread.objects.get(channel=channel), identities, associations, max_calls)
+    report(
+        f"synthetic needles ({recall_synthetic.PATHS} paths, each named in "
+        f"{recall_synthetic.CALLS_PER_PATH * recall_synthetic.GENERATIONS} calls over "
+        f"{recall_synthetic.GENERATIONS} generations):",
+        [synthetic],
+    )
+    print(
+        "  (summary kept: the identifiers and lines found in Claude Code's own summary; Letta-style baseline: "
+        f"the {BASELINE_MESSAGES} newest whole user/assistant messages containing the query)"
+    )
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.db import connection
 
+from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     GLOBAL_RECENT_BYTES,
@@ -270,7 +271,10 @@ def with_small_windows(
         after = "(u.term > %s OR (u.term = %s AND (u.message_id < %s OR (u.message_id = %s AND u.arg_id >= %s))))"
         message_id = -negative_message_id
         after_params = [term, term, message_id, message_id, arg_id]
-    links, links_params = link_sql(scope, dialect, message_id="w.message_id", arg_id="w.arg_id").when("w.pos > 0")
+    # Only the rows that get a window and may be a tool's: a user's message costs no lookup.
+    links, links_params = link_sql(scope, dialect, message_id="w.message_id", arg_id="w.arg_id").when(
+        f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')"
+    )
     body = (
         "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
         "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
