@@ -22,7 +22,11 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
   global scope each term is counted up to ``SEARCH_COUNT_LIMIT``; past it the
   header and the line say ``more than``. When a global search had to fall
   back to the newest messages (see ``literal/plan.py``), the header says
-  ``at least`` and a last line says what was searched.
+  ``at least`` and a last line says what was searched;
+* a tool's hit names its tool and other half in its header (``link_suffix``,
+  SPEC §9), counted at its real length; when hits are left out the line
+  offers the cursor of the next page (``cursor.py``), reserved at its fixed
+  length.
 """
 
 from __future__ import annotations
