@@ -142,3 +142,44 @@ def test_the_audit_read_names_each_calls_tool_and_results_and_a_results_call(own
     assert f"result of tool call: id=r1 tool=Read in messageId={session['calls'].id}" in read.text
     assert (read.call_message_id, read.call_tool) == (session["calls"].id, "Read")
     assert Message.objects.filter(tool_call_id="r1").count() == 1
+
+
+@pytest.mark.parametrize("scope", ["thread", "global"])
+def test_naming_tools_costs_the_same_statements_whatever_the_hit_count(owner, thread, scope, settings):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # a busy machine must not change the path
+    channel = thread.channel if scope == "thread" else None
+
+    def statements() -> int:
+        with CaptureQueriesContext(connection) as queries:
+            search_memory(user=owner, query=PATH, channel=channel)
+        return len(queries)
+
+    def calls(first: int, count: int) -> list[dict]:
+        return [
+            message
+            for i in range(first, first + count)
+            for message in (
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": f"k{i}", "name": "Read", "arguments": {"file_path": PATH}}],
+                },
+                {"role": "tool", "tool_call_id": f"k{i}", "content": f"{PATH} holds line {i}"},
+            )
+        ]
+
+    append(thread, *calls(0, 2))
+    few = statements()
+    append(thread, *calls(2, 60))
+    assert statements() == few
+
+
+def test_both_tools_schemas_teach_tool_result_and_cursor(owner_api):
+    (search, _read) = owner_api.get("/api/v1/tools/").json()
+    function = search["function"]
+    assert "cursor" in function["parameters"]["properties"]
+    assert function["parameters"]["required"] == ["query"]
+    for words in ("tool=<name> result=", "tool=<name> call=", "cursor"):
+        assert words in function["description"]

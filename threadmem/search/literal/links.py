@@ -28,7 +28,7 @@ from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HitLink
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.filters import scope_sql, searchable_sql
+from threadmem.search.literal.filters import searchable_sql
 
 
 class Link(NamedTuple):
@@ -69,27 +69,45 @@ class LinkSql(NamedTuple):
         )
 
 
+def fork_cap_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
+    """The scope, for a message in the same thread as a hit: only a fork's ancestor's cap can leave it out.
+
+    The hit's thread is in the scope already; naming it again as a constant
+    would let the planner read the whole thread instead of the
+    (thread, tool_call_id) index.
+    """
+    clauses, params = [], []
+    for part in scope.parts if not scope.is_global else ():
+        if part.max_seq is not None:
+            clauses.append(f"({alias}.thread_id <> %s OR {alias}.seq <= %s)")
+            params += [part.thread_id, part.max_seq]
+    return " AND ".join(clauses) or "1 = 1", params
+
+
 def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str) -> LinkSql:
     """The ``tool`` and ``ids`` column expressions for the field (``message_id``, ``arg_id``)."""
     result_searchable, result_searchable_params = searchable_sql("lr")
-    result_scope, result_scope_params = scope_sql(scope, dialect, message="lr")
+    result_scope, result_scope_params = fork_cap_sql(scope, "lr")
     call_searchable, call_searchable_params = searchable_sql("lc")
-    call_scope, call_scope_params = scope_sql(scope, dialect, message="lc")
+    call_scope, call_scope_params = fork_cap_sql(scope, "lc")
+    # Each lookup starts from its one row (fenced, so the planner cannot start
+    # from the scope's thread instead) and follows the (thread, tool_call_id) indexes.
     results = (
-        f"(SELECT {dialect.id_list('lr.id')} FROM threadmem_toolargument la JOIN threadmem_message lr "
-        "ON lr.thread_id = la.thread_id AND lr.tool_call_id = la.tool_call_id "
-        f"WHERE la.id = {arg_id} AND la.tool_call_id <> '' AND lr.role = %s AND {result_searchable} "
-        f"AND {result_scope})"
+        f"(SELECT {dialect.id_list('lr.id')} FROM (SELECT la.thread_id, la.tool_call_id "
+        f"FROM threadmem_toolargument la WHERE la.id = {arg_id} AND la.tool_call_id <> '' {dialect.fence}) c "
+        "JOIN threadmem_message lr ON lr.thread_id = c.thread_id AND lr.tool_call_id = c.tool_call_id "
+        f"WHERE lr.tool_call_id <> '' AND lr.role = %s AND {result_searchable} AND {result_scope})"
     )
     results_params = [Message.Role.TOOL, *result_searchable_params, *result_scope_params]
 
     def call(column: str) -> str:
         return (
-            f"(SELECT {column} FROM threadmem_message lt JOIN threadmem_toolargument la "
-            "ON la.thread_id = lt.thread_id AND la.tool_call_id = lt.tool_call_id "
+            f"(SELECT {column} FROM (SELECT lt.thread_id, lt.tool_call_id FROM threadmem_message lt "
+            f"WHERE lt.id = {message_id} AND lt.role = %s AND lt.tool_call_id <> '' {dialect.fence}) t "
+            "JOIN threadmem_toolargument la ON la.thread_id = t.thread_id AND la.tool_call_id = t.tool_call_id "
             "JOIN threadmem_message lc ON lc.id = la.message_id "
-            f"WHERE lt.id = {message_id} AND lt.role = %s AND lt.tool_call_id <> '' AND lc.role = %s "
-            f"AND {call_searchable} AND {call_scope} ORDER BY lc.seq DESC, la.id LIMIT 1)"
+            f"WHERE la.tool_call_id <> '' AND lc.role = %s AND {call_searchable} AND {call_scope} "
+            "ORDER BY la.message_id DESC, la.id LIMIT 1)"
         )
 
     call_params = [Message.Role.TOOL, Message.Role.ASSISTANT, *call_searchable_params, *call_scope_params]
