@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console bench-load clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -77,8 +77,13 @@ bench-search: $(VENV)/.installed-dev .secret_key
 bench-console: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/console.py
 
-bench-load: $(VENV)/.installed-dev
+bench-load: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/load.py
+
+# Recall on the shared real Claude Code sessions (../shared/data/claude-code), in threadmem_bench_recall.
+bench-recall: $(VENV)/.installed-dev .secret_key
+	bash scripts/install-pg-extension.sh
+	$(PY) bench/recall.py
 
 clean:
 	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache

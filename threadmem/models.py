@@ -151,7 +151,11 @@ class Message(models.Model):
                 fields=["thread", "source_id"], condition=~Q(source_id=""), name="message_unique_source_id"
             ),
         ]
-        indexes = [models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq")]
+        indexes = [
+            models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq"),
+            # A tool-argument hit names its results (search/literal/links.py).
+            models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}:{self.seq} {self.role}"
@@ -239,7 +243,11 @@ class ToolArgument(models.Model):
 
     class Meta:
         ordering = ["message_id", "call_index", "id"]
-        indexes = [models.Index(fields=["thread", "message"], name="toolarg_thread_message")]
+        indexes = [
+            models.Index(fields=["thread", "message"], name="toolarg_thread_message"),
+            # A hit in a tool result names its call (search/literal/links.py).
+            models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="toolarg_tool_call"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.message_id} tool_args.{self.path}"

@@ -39,14 +39,18 @@ from threadmem.search import message_context_read, search_memory
 from threadmem.tools import TOOLS
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer}
-SEARCH_FIELDS = {"query", "channel"}
+SEARCH_FIELDS = {"query", "channel", "cursor"}
 
 
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
-        raise InvalidInput("the body must be a JSON object with query and, optionally, channel")
-    require_keys(data, SEARCH_FIELDS, {"query"}, unknown_message="unknown fields: {unknown} (allowed: query, channel)")
-    result = search_memory(user=request.user, query=data["query"], channel=data.get("channel"), surface="api")
+        raise InvalidInput("the body must be a JSON object with query and, optionally, channel and cursor")
+    require_keys(
+        data, SEARCH_FIELDS, {"query"}, unknown_message="unknown fields: {unknown} (allowed: query, channel, cursor)"
+    )
+    result = search_memory(
+        user=request.user, query=data["query"], channel=data.get("channel"), cursor=data.get("cursor"), surface="api"
+    )
     return Response(search_result_data(result))
 
 
@@ -70,6 +74,9 @@ class SearchView(JSONAPIView):
         parameters=[
             OpenApiParameter("query", OpenApiTypes.STR, required=True, description="literal text to find"),
             OpenApiParameter("channel", OpenApiTypes.STR, description="the thread to search; omit for all"),
+            OpenApiParameter(
+                "cursor", OpenApiTypes.STR, description="next_cursor of an earlier answer to the same query"
+            ),
         ],
         responses={200: SearchResultSerializer, **ERRORS},
         tags=["memory"],

@@ -43,6 +43,8 @@ class AuditRead:
     next_offset: int | None
     result_message_ids: list[int] = field(default_factory=list)  # an assistant's tool calls -> their results
     call_message_id: int | None = None  # a tool result -> the message holding its call
+    call_tool: str | None = None  # a tool result -> its call's tool name
+    calls: list[dict[str, Any]] = field(default_factory=list)  # an assistant's calls: id, tool, their results
 
 
 def _check_view(view: Any) -> str:
@@ -75,10 +77,10 @@ def _result_ids(message: Message, *, model_facing: bool) -> dict[str, list[int]]
     return by_call
 
 
-def _call_message_id(message: Message, *, model_facing: bool) -> int | None:
-    """The assistant message in the same thread whose tool calls include this result's call."""
+def _call_of(message: Message, *, model_facing: bool) -> tuple[int | None, str | None]:
+    """(id, tool name) of the assistant message in the same thread whose tool calls include this result's call."""
     if message.role != Message.Role.TOOL or not message.tool_call_id:
-        return None
+        return None, None
     if connection.vendor == "postgresql":
         holds_call = "m.tool_calls @> CAST(%s AS jsonb)"
         call_param: Any = json.dumps([{"id": message.tool_call_id}])
@@ -91,12 +93,20 @@ def _call_message_id(message: Message, *, model_facing: bool) -> int | None:
         condition = f" AND {searchable}"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT m.id FROM threadmem_message m WHERE m.thread_id = %s AND m.role = %s "
+            "SELECT m.id, m.tool_calls FROM threadmem_message m WHERE m.thread_id = %s AND m.role = %s "
             f"AND {holds_call}{condition} ORDER BY m.seq DESC LIMIT 1",
             [message.thread_id, Message.Role.ASSISTANT, call_param, *params],
         )
         row = cursor.fetchone()
-    return row[0] if row else None
+    if not row:
+        return None, None
+    call_message_id, calls = row
+    if isinstance(calls, str | bytes):
+        calls = json.loads(calls)
+    names = [
+        call.get("name") for call in calls or () if isinstance(call, dict) and call.get("id") == message.tool_call_id
+    ]
+    return call_message_id, (names[0] or None) if names else None
 
 
 def _tool_calls_block(message: Message, results: dict[str, list[int]]) -> str:
@@ -150,7 +160,7 @@ def message_context_read(
                 f"offset {offset} is past the end of the content ({len(message.content)} characters)", field="offset"
             )
         results = _result_ids(message, model_facing=model_facing)
-        call_message_id = _call_message_id(message, model_facing=model_facing)
+        call_message_id, call_tool = _call_of(message, model_facing=model_facing)
         lines = [
             HEADER.format(id=message.id),
             f"channel: {one_line(message.thread.channel)} · sessionId: {one_line(message.session_id) or '-'} · "
@@ -164,7 +174,8 @@ def message_context_read(
             lines.append(block)
         if message.role == Message.Role.TOOL and message.tool_call_id:
             holder = f"messageId={call_message_id}" if call_message_id else "not stored in this thread"
-            lines.append(f"result of tool call: id={one_line(message.tool_call_id)} in {holder}")
+            tool = f" tool={one_line(call_tool)}" if call_tool else ""
+            lines.append(f"result of tool call: id={one_line(message.tool_call_id)}{tool} in {holder}")
         text, page, next_offset = _page(message, prefix="\n".join(lines), offset=offset)
     call.log(hits_total=1, hits_shown=1, chars_returned=len(text), truncated=next_offset is not None)
     return AuditRead(
@@ -175,4 +186,14 @@ def message_context_read(
         next_offset=next_offset,
         result_message_ids=[result_id for ids in results.values() for result_id in ids],
         call_message_id=call_message_id,
+        call_tool=call_tool,
+        calls=[
+            {
+                "id": call.get("id") or "",
+                "tool": call.get("name") or "",
+                "result_message_ids": results.get(call.get("id") or "", []),
+            }
+            for call in message.tool_calls
+            if isinstance(call, dict)
+        ],
     )

@@ -14,6 +14,7 @@ from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import semantic
 from threadmem.search.bounded import QUERY_MAX_CHARS, Coverage, Hit, MatchedBy, header_lines, merge
+from threadmem.search.cursor import cursor_read, cursor_sign
 from threadmem.search.literal import literal_search
 from threadmem.search.log import logged_call
 
@@ -31,6 +32,7 @@ class SearchResult:
     stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
     coverage: Coverage = Coverage.ALL  # the global scope may cover less (bounded.Coverage)
     matched_by: MatchedBy = MatchedBy.NONE  # the literal part's match statement
+    next_cursor: str | None = None  # the cursor of the next page (cursor.py); None when nothing is left
 
 
 def _check_query(query: Any) -> str:
@@ -82,19 +84,33 @@ def _terms(query: str, *, global_scope: bool) -> list[str]:
 
 
 def search_memory(
-    *, user: AbstractBaseUser, query: str, channel: str | None = None, surface: str = "api"
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    channel: str | None = None,
+    cursor: str | None = None,
+    surface: str = "api",
 ) -> SearchResult:
-    """The bounded pull interface (SPEC §2). Logs one ToolCall row, refused calls included."""
-    with logged_call(
-        tool=ToolCall.Tool.SEARCH_MEMORY, user=user, surface=surface, arguments={"query": query, "channel": channel}
-    ) as call:
+    """The bounded pull interface (SPEC §2, §9). Logs one ToolCall row, refused calls included.
+
+    ``cursor``: the ``next_cursor`` of an earlier answer to the same caller, query and channel; the answer
+    then lists the hits after the ones that answer listed.
+    """
+    arguments = {"query": query, "channel": channel}
+    if cursor is not None:
+        arguments["cursor"] = cursor
+    with logged_call(tool=ToolCall.Tool.SEARCH_MEMORY, user=user, surface=surface, arguments=arguments) as call:
         query = _check_query(query)
         channel = _check_channel(channel)
         scope = resolve_scope(user=user, channel=channel)
         call.thread_id = scope.thread_id
         terms = _terms(query, global_scope=scope.is_global)
+        bound = {"user_id": user.pk, "channel": scope.channel, "query": query}
+        start = cursor_read(cursor, **bound) if cursor is not None else None
         semantic_text = semantic.start(scope=scope, query=query, terms=terms)
-        literal = literal_search(scope=scope, terms=terms)
+        literal = literal_search(
+            scope=scope, terms=terms, start=start, sign=lambda position: cursor_sign(position, **bound)
+        )
         header = header_lines(
             channel=scope.channel,
             query=query,
@@ -114,6 +130,7 @@ def search_memory(
         stopped_early=literal.stopped_early,
         coverage=literal.coverage,
         matched_by=literal.matched_by,
+        next_cursor=literal.next_cursor,
     )
     call.log(
         hits_total=result.literal_hits_total,

@@ -77,30 +77,40 @@ class Matches(NamedTuple):
     matched_by: MatchedBy
 
 
-def run_plan(plan: MatchPlan, scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> Matches:
-    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three."""
+def run_plan(
+    plan: MatchPlan,
+    scope: SearchScope,
+    terms: Sequence[str],
+    dialect: Dialect,
+    *,
+    start: tuple[int, int, int] | None = None,
+) -> Matches:
+    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
+
+    ``start``: a later page's cursor key (``with_small_windows``).
+    """
     match plan:
         case MatchPlan.SCAN:
-            rows = fetch_matches(*scan_match_sql(scope, terms, dialect))
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.SPELLED_INDEX:
             spelled = spellings(scope, terms, dialect)
-            rows = fetch_matches(*index_match_sql(scope, terms, dialect, spelled=spelled))
+            rows = fetch_matches(*index_match_sql(scope, terms, dialect, spelled=spelled, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SPELLED if spelled else MatchedBy.INDEX)
         case MatchPlan.INDEX_THEN_SCAN:
-            statement, params = index_match_sql(scope, terms, dialect)
+            statement, params = index_match_sql(scope, terms, dialect, start=start)
             budgeted = within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes))
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
             # The index could not narrow the terms in time: read the thread.
-            rows = fetch_matches(*scan_match_sql(scope, terms, dialect))
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.INDEX_THEN_RECENT:
-            statement, params = index_match_sql(scope, terms, dialect)
+            statement, params = index_match_sql(scope, terms, dialect, start=start)
             budgeted = within_budget(statement, params, index_budget_ms())
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
-            statement, params = recent_match_sql(scope, terms, dialect)
+            statement, params = recent_match_sql(scope, terms, dialect, start=start)
             budgeted = within_budget(statement, params, recent_budget_ms())
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.RECENT, MatchedBy.RECENT)
