@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-mcp clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -32,7 +32,8 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
 run: $(VENV)/.installed-run
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@# One ASGI app, as in production: Django (API, console, static files) and MCP at /mcp/.
+	$(VENV)/bin/uvicorn threadmem.asgi:application --host $(HOST) --port $(PORT)
 
 # pgvector for a PostgreSQL on this machine (the semantic part's vectors).
 pgvector:
@@ -70,6 +71,9 @@ bench-search: $(VENV)/.installed-dev
 
 bench-console: $(VENV)/.installed-dev
 	$(PY) bench/console.py
+
+bench-mcp: $(VENV)/.installed-dev
+	$(PY) bench/mcp.py
 
 clean:
 	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache

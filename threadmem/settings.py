@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "threadmem",
     "api",
     "console",
+    "threadmem.mcp.apps.MCPConfig",
 ]
 
 MIDDLEWARE = [
