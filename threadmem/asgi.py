@@ -11,11 +11,12 @@ import os
 from typing import Any
 
 from a2wsgi import WSGIMiddleware
+from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 
-django_application = WSGIMiddleware(get_wsgi_application(), workers=int(os.environ.get("THREADMEM_WSGI_THREADS", "16")))
+django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.THREADMEM_WSGI_THREADS)
 
 from threadmem.mcp.http import MCPHTTPApp  # noqa: E402  (after Django is set up)
 

@@ -49,7 +49,7 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def _answer(send: Any, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def _answer(send: Any, status: int, detail: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     body = json.dumps({"detail": detail}).encode()
     await send(
         {
@@ -90,7 +90,7 @@ class MCPHTTPApp:
         try:
             user = await sync_to_async(_authenticate, thread_sensitive=False)(_header(scope, b"authorization"))
         except Unauthenticated as err:
-            await _answer(send, 401, err.message, [(b"www-authenticate", b'Bearer realm="threadmem"')])
+            await _answer(send, 401, err.message, ((b"www-authenticate", b'Bearer realm="threadmem"'),))
             return
         scope[USER_KEY] = user
         await self.manager.handle_request(scope, receive, send)
