@@ -30,6 +30,7 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
 	@touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
+	$(PY) manage.py database
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 	@# One ASGI app, as in production: Django (API, console, static files) and MCP at /mcp/.

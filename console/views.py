@@ -287,7 +287,10 @@ def message_isolation(request: HttpRequest, message_id: int) -> HttpResponse:
 @staff_required
 def search(request: HttpRequest) -> HttpResponse:
     """``search_memory`` as the model would run it, logged like any other call."""
-    form = SearchForm(request.GET or None)
+    params = request.GET.copy()
+    if "q" not in params and "query" in params:  # the API's name for it, so a URL can be shared between them
+        params["q"] = params["query"]
+    form = SearchForm(params or None)
     context: dict[str, Any] = {"form": form, "nav": "search", "recent_channels": selectors.recent_channels()}
     status = 200
     if form.is_valid():

@@ -134,7 +134,9 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'threadmem.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Health checks: a kept connection that a database restart broke is replaced at the start of the next
+    # request instead of failing it.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 except Exception as exc:  # dj_database_url raises several types on bad URLs
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
 
@@ -226,6 +228,10 @@ CACHES = {
     )
 }
 
+# PostgreSQL: keep embeddings in pgvector where the server has it (false: float32 bytes, ranked in NumPy,
+# as on a stock server). Decided when migrations create the column.
+THREADMEM_PGVECTOR = env_bool("THREADMEM_PGVECTOR", True)
+
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 # Without a broker, tasks run in the calling process (the embedded default).
@@ -307,6 +313,13 @@ THREADMEM_COMPACTION_MAX_RETRIES = env_int("THREADMEM_COMPACTION_MAX_RETRIES", 5
 THREADMEM_COMPACTION_RETRY_BACKOFF = env_int("THREADMEM_COMPACTION_RETRY_BACKOFF", 10, minimum=1)
 # Soft time limit of one compaction attempt; the hard limit is 60 s later.
 THREADMEM_COMPACTION_TIME_LIMIT = env_int("THREADMEM_COMPACTION_TIME_LIMIT", 900, minimum=10)
+# A worker's running claim is trusted this long without a heartbeat (renewed every quarter of it); a
+# killed worker's compaction is sent again by the sweep (Celery beat) once it runs out.
+THREADMEM_COMPACTION_LEASE = env_int("THREADMEM_COMPACTION_LEASE", 60, minimum=2)
+THREADMEM_COMPACTION_SWEEP_SECONDS = env_int("THREADMEM_COMPACTION_SWEEP_SECONDS", 30, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
+}
 # Redis hands an unacknowledged task to another worker after this many seconds
 # (a worker that died mid-task); keep it above the compaction hard time limit.
 _visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)

@@ -149,7 +149,12 @@ class ToolCallListView(JSONAPIView):
             "made themselves."
         ),
         parameters=[OpenApiParameter("channel", OpenApiTypes.STR, description="only calls on this thread")],
-        responses={200: ToolCallLogSerializer(many=True), 401: ErrorSerializer, 404: ErrorSerializer},
+        responses={
+            200: ToolCallLogSerializer(many=True),
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+        },
         tags=["memory"],
     )
     def get(self, request: Request) -> Response:

@@ -105,7 +105,7 @@ class ThreadListView(JSONAPIView):
     @extend_schema(
         summary="List the threads the caller may read",
         description="Owners see their own threads, operators (staff) see all; most recent activity first.",
-        responses={200: ThreadSerializer(many=True), 401: ErrorSerializer},
+        responses={200: ThreadSerializer(many=True), 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
         tags=["threads"],
     )
     def get(self, request: Request) -> Response:
