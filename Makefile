@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-mcp clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -38,7 +38,8 @@ run: $(VENV)/.installed-run .secret_key
 	$(PY) manage.py database
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	@# One ASGI app, as in production: Django (API, console, static files) and MCP at /mcp/.
+	$(VENV)/bin/uvicorn threadmem.asgi:application --host $(HOST) --port $(PORT)
 
 # pgvector for a PostgreSQL on this machine (the semantic part's vectors).
 pgvector:
@@ -84,6 +85,9 @@ bench-load: $(VENV)/.installed-dev .secret_key
 bench-recall: $(VENV)/.installed-dev .secret_key
 	bash scripts/install-pg-extension.sh
 	$(PY) bench/recall.py
+
+bench-mcp: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/mcp.py
 
 clean:
 	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache

@@ -7,13 +7,10 @@ rules for input live in ``threadmem.search``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from api.serializers import ToolCallSerializer
 from threadmem.models import Message, ToolCall
-from threadmem.search import AuditRead, SearchResult
 from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS
 
 
@@ -66,30 +63,6 @@ class SearchResultSerializer(serializers.Serializer):
     )
 
 
-def search_result_data(result: SearchResult) -> dict[str, Any]:
-    return {
-        "text": result.text,
-        "literal_hits_total": result.literal_hits_total,
-        "literal_hits_shown": result.literal_hits_shown,
-        "truncated": result.truncated,
-        "hits": [
-            {
-                "message_id": hit.message_id,
-                "session_id": hit.session_id,
-                "generation": hit.generation,
-                "role": hit.role,
-                "field": hit.field,
-                "window": hit.window,
-                "tool": hit.tool,
-                "result_message_ids": list(hit.result_message_ids),
-                "call_message_id": hit.call_message_id,
-            }
-            for hit in result.hits
-        ],
-        "next_cursor": result.next_cursor,
-    }
-
-
 class AuditReadSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     channel = serializers.CharField()
@@ -119,37 +92,6 @@ class AuditReadSerializer(serializers.Serializer):
         child=serializers.DictField(), help_text="an assistant's tool calls: id, tool and result_message_ids each"
     )
     text = serializers.CharField(help_text="exactly what the model reads: metadata plus the page, at most 12,000")
-
-
-_DATETIME = serializers.DateTimeField()
-
-
-def audit_read_data(read: AuditRead) -> dict[str, Any]:
-    message = read.message
-    return {
-        "id": message.id,
-        "channel": message.thread.channel,
-        "generation": message.generation,
-        "seq": message.seq,
-        "role": message.role,
-        "kind": message.kind,
-        "session_id": message.session_id,
-        "tool_calls": message.tool_calls,
-        "tool_call_id": message.tool_call_id,
-        "model_visible": message.model_visible,
-        "isolated": message.isolated,
-        "superseded_by": message.superseded_by_id,
-        "created_at": _DATETIME.to_representation(message.created_at),
-        "content_chars": len(message.content),
-        "offset": read.offset,
-        "content": read.content,
-        "next_offset": read.next_offset,
-        "result_message_ids": read.result_message_ids,
-        "call_message_id": read.call_message_id,
-        "call_tool": read.call_tool,
-        "calls": read.calls,
-        "text": read.text,
-    }
 
 
 class MessageIsolationRequest(serializers.Serializer):

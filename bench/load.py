@@ -113,12 +113,12 @@ def free_port() -> int:
 
 
 def server_command(port: int) -> list[str]:
+    """The Procfile's web command, run by a shell as a Procfile runner would (PORT set); else runserver."""
     procfile = ROOT / "Procfile"
     if procfile.exists():
         for line in procfile.read_text().splitlines():
             if line.startswith("web:"):
-                command = line.split(":", 1)[1].strip().replace("$PORT", str(port)).replace("${PORT}", str(port))
-                return [os.path.expandvars(part) for part in shlex.split(command)]
+                return ["bash", "-c", "exec " + line.split(":", 1)[1].strip()]
     return [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"]
 
 
@@ -186,7 +186,7 @@ def main() -> None:
     port = free_port()
     command = server_command(port)
     log(f"server: {' '.join(command)}")
-    env = {**os.environ, "PORT": str(port)}
+    env = {**os.environ, "PORT": str(port), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(300):

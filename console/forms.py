@@ -54,6 +54,7 @@ class ToolCallFilterForm(forms.Form):
     thread = forms.CharField(required=False, max_length=255, label="Channel")
     caller = forms.CharField(required=False, max_length=150)
     tool = forms.ChoiceField(required=False, choices=[("", "any"), *ToolCall.Tool.choices])
+    surface = forms.ChoiceField(required=False, choices=[("", "any"), *ToolCall.Surface.choices])
     since = forms.DateTimeField(
         required=False,
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
@@ -76,6 +77,7 @@ class ToolCallFilterForm(forms.Form):
             "thread": data["thread"].strip(),
             "caller": data["caller"].strip(),
             "tool": data["tool"],
+            "surface": data["surface"],
             "since": data["since"],
             "until": data["until"],
             "truncated_only": data["truncated"],

@@ -308,6 +308,7 @@ def tool_call_rows(
     thread: str = "",
     caller: str = "",
     tool: str = "",
+    surface: str = "",
     since: datetime | None = None,
     until: datetime | None = None,
     truncated_only: bool = False,
@@ -319,6 +320,8 @@ def tool_call_rows(
         calls = calls.filter(caller__username=caller)
     if tool:
         calls = calls.filter(tool=tool)
+    if surface:
+        calls = calls.filter(surface=surface)
     if since is not None:
         calls = calls.filter(created_at__gte=since)
     if until is not None:

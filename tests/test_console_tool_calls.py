@@ -64,6 +64,14 @@ def test_it_filters_by_thread_caller_tool_and_truncation(operator_console, calls
     assert listed(operator_console.get(URL, {"truncated": "on"})) == [calls["c"].id, calls["b"].id]
 
 
+def test_it_filters_by_surface(operator_console, calls, thread, owner):
+    from_mcp = log(thread, owner, surface="mcp")
+    response = operator_console.get(URL, {"surface": "mcp"})
+    assert listed(response) == [from_mcp.id]
+    assert '<option value="mcp" selected>' in response.content.decode()
+    assert len(listed(operator_console.get(URL, {"surface": "api"}))) == len(calls)
+
+
 def test_it_filters_by_time_range(operator_console, calls):
     now = timezone.now()
     since = (now - timedelta(minutes=25)).strftime("%Y-%m-%dT%H:%M")

@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "threadmem",
     "api",
     "console",
+    "threadmem.mcp.apps.MCPConfig",
 ]
 
 MIDDLEWARE = [
@@ -196,6 +197,12 @@ WHITENOISE_USE_FINDERS = True
 LOGIN_URL = "/console/login/"
 LOGIN_REDIRECT_URL = "/console/"
 LOGOUT_REDIRECT_URL = "/console/login/"
+
+# --- Serving ----------------------------------------------------------------
+# threadmem/asgi.py runs Django's WSGI app in a thread pool of this size per
+# web process (so sync views answer side by side); with PostgreSQL each thread
+# may hold a connection for CONN_MAX_AGE.
+THREADMEM_WSGI_THREADS = env_int("THREADMEM_WSGI_THREADS", 16, minimum=1)
 
 # --- REST API ---------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -9,13 +9,15 @@ how to expand a window with message_context_read.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.errors import DomainError, InvalidInput
 from threadmem.lib.validate import require_keys
-from threadmem.search import message_context_read, search_memory
+from threadmem.search import AuditRead, SearchResult, message_context_read, search_memory
+from threadmem.search.answers import audit_read_data, search_result_data
 from threadmem.search.audit import AUDIT_READ_MAX_CHARS
 from threadmem.search.bounded import (
     GLOBAL_CHANNEL,
@@ -158,17 +160,19 @@ def _integer(value: Any, *, name: str) -> int:
     raise BadToolCall(f"{name} must be an integer", field=name)
 
 
-def _run_search(arguments: dict[str, Any], *, user: AbstractBaseUser, default_channel: str | None, surface: str) -> str:
+def _run_search(
+    arguments: dict[str, Any], *, user: AbstractBaseUser, default_channel: str | None, surface: str
+) -> SearchResult:
     _check_keys(arguments, {"query", "channel", "cursor"}, "query")
     channel = arguments.get("channel")
     if channel is None:
         channel = default_channel
     return search_memory(
         user=user, query=arguments["query"], channel=channel, cursor=arguments.get("cursor"), surface=surface
-    ).text
+    )
 
 
-def _run_read(arguments: dict[str, Any], *, user: AbstractBaseUser, surface: str) -> str:
+def _run_read(arguments: dict[str, Any], *, user: AbstractBaseUser, surface: str) -> AuditRead:
     _check_keys(arguments, {"message_id", "view", "offset"}, "message_id")
     read = message_context_read(
         user=user,
@@ -178,7 +182,68 @@ def _run_read(arguments: dict[str, Any], *, user: AbstractBaseUser, surface: str
         model_facing=True,
         surface=surface,
     )
-    return read.text
+    return read
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """One memory-tool call's answer: the text the model reads and, beside it, the REST JSON."""
+
+    text: str  # what the model reads; for a refused call, the message REST answers with
+    result: SearchResult | AuditRead | None = None
+    is_error: bool = False
+    field: str | None = None  # a refused call: the argument at fault, as REST names it
+
+    def data(self) -> dict[str, Any]:
+        """The JSON REST answers with: the result, or ``{"detail", "field"?}`` for a refused call.
+
+        A method, not a field: the audit read's JSON names the channel, one more
+        query a caller that only wants the text (the agent-turn loop) never pays.
+        """
+        if isinstance(self.result, SearchResult):
+            return search_result_data(self.result)
+        if isinstance(self.result, AuditRead):
+            return audit_read_data(self.result)
+        return {"detail": self.text, **({"field": self.field} if self.field else {})}
+
+
+def tool_answer(
+    *,
+    name: str,
+    arguments: dict[str, Any] | str | None,
+    user: AbstractBaseUser,
+    default_channel: str | None = None,
+    surface: str,
+) -> ToolAnswer:
+    """Run a memory tool and return its answer; bad calls answer ``is_error`` instead of raising.
+
+    Every call of a known tool is logged, the refused ones with their status
+    code. ``channel`` omitted (or null) means ``default_channel``, the thread the
+    model works in when the runtime has one, else the global scope; ``"*"`` is
+    always global.
+    """
+    if name not in TOOL_NAMES:
+        return ToolAnswer(text=f"unknown tool {name!r}; the memory tools are {', '.join(TOOL_NAMES)}", is_error=True)
+    parsed: dict[str, Any] | None = None
+    try:
+        parsed = _parse_arguments(arguments)
+        if name == SEARCH_MEMORY:
+            result = _run_search(parsed, user=user, default_channel=default_channel, surface=surface)
+            return ToolAnswer(text=result.text, result=result)
+        read = _run_read(parsed, user=user, surface=surface)
+        return ToolAnswer(text=read.text, result=read)
+    except BadToolCall as err:
+        tool_call_log(
+            tool=name,
+            user=user,
+            surface=surface,
+            arguments=parsed if parsed is not None else {"raw": arguments if isinstance(arguments, str) else ""},
+            chars_returned=len(err.message) + len("error: "),
+            status_code=err.status_code,
+        )
+        return ToolAnswer(text=err.message, is_error=True, field=err.field)
+    except DomainError as err:
+        return ToolAnswer(text=err.message, is_error=True, field=err.field)
 
 
 def run_tool(
@@ -192,28 +257,7 @@ def run_tool(
     """Run a memory tool for a model and return the text it reads.
 
     Bad calls do not raise: the model gets one line naming the problem
-    (``error: ...``) and can correct itself. Every call of a known tool is
-    logged, the refused ones with their status code. ``channel`` omitted (or
-    null) means ``default_channel``, the thread the model works in when the
-    runtime has one, else the global scope; ``"*"`` is always global.
+    (``error: ...``) and can correct itself (see ``tool_answer``).
     """
-    if name not in TOOL_NAMES:
-        return f"error: unknown tool {name!r}; the memory tools are {', '.join(TOOL_NAMES)}"
-    parsed: dict[str, Any] | None = None
-    try:
-        parsed = _parse_arguments(arguments)
-        if name == SEARCH_MEMORY:
-            return _run_search(parsed, user=user, default_channel=default_channel, surface=surface)
-        return _run_read(parsed, user=user, surface=surface)
-    except BadToolCall as err:
-        tool_call_log(
-            tool=name,
-            user=user,
-            surface=surface,
-            arguments=parsed if parsed is not None else {"raw": arguments if isinstance(arguments, str) else ""},
-            chars_returned=len(err.message) + len("error: "),
-            status_code=err.status_code,
-        )
-        return f"error: {err.message}"
-    except DomainError as err:
-        return f"error: {err.message}"
+    answer = tool_answer(name=name, arguments=arguments, user=user, default_channel=default_channel, surface=surface)
+    return f"error: {answer.text}" if answer.is_error else answer.text

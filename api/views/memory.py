@@ -26,8 +26,6 @@ from api.serializers_memory import (
     SearchResultSerializer,
     ToolCallLogSerializer,
     ToolSchemaSerializer,
-    audit_read_data,
-    search_result_data,
 )
 from api.views.threads import JSONAPIView, Pagination, body_object
 from threadmem import selectors, services
@@ -36,6 +34,7 @@ from threadmem.lib.validate import require_keys
 from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
+from threadmem.search.answers import audit_read_data, search_result_data
 from threadmem.tools import TOOLS
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer}

@@ -55,6 +55,10 @@ class Command(BaseCommand):
                     f'  curl -H "Authorization: Token {token.key}" {base}/api/v1/threads/',
                     f'  curl -H "Authorization: Token {token.key}" {base}/api/v1/threads/{DEPLOY_CHANNEL}/context/',
                     "",
+                    "MCP (Claude Code; README: Claude Desktop, Cursor, stdio):",
+                    f"  claude mcp add --transport http threadmem {base}/mcp/"
+                    f' --header "Authorization: Bearer {token.key}"',
+                    "",
                 ]
             )
         )

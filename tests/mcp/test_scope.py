@@ -1,0 +1,51 @@
+"""What an MCP caller reaches: what REST lets it read, isolation honoured; operators read as a model does."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from tests.conftest import append, make_thread, make_user, token_client
+from tests.mcp.conftest import SECRET, run, text_of
+from threadmem import services
+from threadmem.mcp.server import build_server
+from threadmem.models import Message
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def calls(user, *requests: tuple[str, dict]) -> list:
+    server = build_server(user_of=lambda ctx: user)
+
+    async def main():
+        async with Client(server) as client:
+            return [await client.call_tool(name, args) for name, args in requests]
+
+    return run(main)
+
+
+def test_an_operator_searches_every_thread_that_is_not_isolated_as_over_rest(alice, alice_thread):
+    operator = make_user("operator", is_staff=True)
+    (result,) = calls(operator, ("search_memory", {"query": SECRET}))
+    rest = token_client(operator).post("/api/v1/search/", {"query": SECRET}, format="json").json()
+    assert result.structured_content == rest
+    assert rest["literal_hits_total"] == 1
+
+
+def test_isolated_threads_and_messages_are_out_of_reach_for_everyone(alice, alice_thread):
+    admin = make_user("admin", is_staff=True, is_superuser=True)
+    other = make_thread(alice, "alice-2")
+    (hidden,) = append(other, {"role": "user", "content": f"the other copy of {SECRET}"})
+    services.thread_set_isolated(thread=alice_thread, isolated=True, actor=admin)
+    services.message_set_isolated(message=hidden, isolated=True, actor=admin)
+    for user in (alice, admin):
+        search, read = calls(
+            user, ("search_memory", {"query": SECRET}), ("message_context_read", {"messageId": hidden.id})
+        )
+        assert search.structured_content["literal_hits_total"] == 0
+        # An audit read over MCP is model-facing (SPEC §3): an isolated message is a missing one.
+        assert read.is_error
+        assert text_of(read) == token_client(alice).get(f"/api/v1/messages/{hidden.id}/").json()["detail"]
+    own_channel = calls(alice, ("search_memory", {"query": "staging", "channel": alice_thread.channel}))[0]
+    assert own_channel.structured_content["literal_hits_total"] == 1  # an isolated thread stays searchable by channel
+    assert Message.objects.filter(id=hidden.id, isolated=True).exists()

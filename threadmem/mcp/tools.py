@@ -1,0 +1,100 @@
+"""The MCP tools: threadmem.tools' two schemas with MCP's names, hints and output schemas.
+
+The input schemas are derived from the OpenAI function schemas agent turns
+send, so an argument added there (SPEC §9's ``cursor``) reaches MCP clients
+with no change here. MCP names the message argument ``messageId`` (SPEC §10);
+it is renamed to the tools' ``message_id`` on the way in, and back in the
+messages of refused calls.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import mcp_types as types
+from django.contrib.auth.models import AbstractBaseUser
+
+from threadmem.models import ToolCall
+from threadmem.search.answers import AUDIT_READ_SCHEMA, SEARCH_RESULT_SCHEMA
+from threadmem.search.bounded import GLOBAL_CHANNEL
+from threadmem.tools import (
+    MESSAGE_CONTEXT_READ,
+    MESSAGE_CONTEXT_READ_TOOL,
+    SEARCH_MEMORY,
+    SEARCH_MEMORY_TOOL,
+    tool_answer,
+)
+
+MESSAGE_ID = "messageId"
+TOOL_MESSAGE_ID = "message_id"
+
+# Every tool only reads stored history: nothing changes, the same call answers the same, no outside world.
+READ_ONLY_HINTS: dict[str, bool] = {
+    "read_only_hint": True,
+    "destructive_hint": False,
+    "idempotent_hint": True,
+    "open_world_hint": False,
+}
+
+
+def _search_input_schema() -> dict[str, Any]:
+    schema = copy.deepcopy(SEARCH_MEMORY_TOOL["function"]["parameters"])
+    # An MCP client has no current thread: no channel is the global scope.
+    schema["properties"]["channel"]["description"] = (
+        "The thread to search (its channel, as a compaction summary's search hint names it). Omit it, or pass "
+        f'"{GLOBAL_CHANNEL}", to search every thread you may read (that needs 3+ letters or digits in a row).'
+    )
+    return schema
+
+
+def _read_input_schema() -> dict[str, Any]:
+    schema = copy.deepcopy(MESSAGE_CONTEXT_READ_TOOL["function"]["parameters"])
+    schema["properties"] = {
+        (MESSAGE_ID if name == TOOL_MESSAGE_ID else name): spec for name, spec in schema["properties"].items()
+    }
+    schema["required"] = [MESSAGE_ID if name == TOOL_MESSAGE_ID else name for name in schema["required"]]
+    return schema
+
+
+# The order is fixed: search first, then the read that expands its windows.
+TOOLS: list[types.Tool] = [
+    types.Tool(
+        name=SEARCH_MEMORY,
+        title="Search memory",
+        description=SEARCH_MEMORY_TOOL["function"]["description"],
+        input_schema=_search_input_schema(),
+        output_schema=SEARCH_RESULT_SCHEMA,
+        annotations=types.ToolAnnotations(title="Search memory", **READ_ONLY_HINTS),
+    ),
+    types.Tool(
+        name=MESSAGE_CONTEXT_READ,
+        title="Read a stored message",
+        description=MESSAGE_CONTEXT_READ_TOOL["function"]["description"],
+        input_schema=_read_input_schema(),
+        output_schema=AUDIT_READ_SCHEMA,
+        annotations=types.ToolAnnotations(title="Read a stored message", **READ_ONLY_HINTS),
+    ),
+]
+
+
+def _tool_arguments(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    arguments = dict(arguments or {})
+    if name == MESSAGE_CONTEXT_READ and MESSAGE_ID in arguments and TOOL_MESSAGE_ID not in arguments:
+        arguments[TOOL_MESSAGE_ID] = arguments.pop(MESSAGE_ID)
+    return arguments
+
+
+def _mcp_names(text: str) -> str:
+    return text.replace(TOOL_MESSAGE_ID, MESSAGE_ID)
+
+
+def call_tool(*, name: str, arguments: dict[str, Any] | None, user: AbstractBaseUser) -> types.CallToolResult:
+    """One MCP tool call (sync: it runs the domain). Refused calls answer ``isError`` with REST's message."""
+    answer = tool_answer(name=name, arguments=_tool_arguments(name, arguments), user=user, surface=ToolCall.Surface.MCP)
+    if answer.is_error:
+        data = answer.data()
+        detail = _mcp_names(data["detail"])
+        data = {**data, "detail": detail, **({"field": _mcp_names(data["field"])} if "field" in data else {})}
+        return types.CallToolResult(content=[types.TextContent(text=detail)], structured_content=data, is_error=True)
+    return types.CallToolResult(content=[types.TextContent(text=answer.text)], structured_content=answer.data())
