@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import random
-import shlex
 import socket
 import subprocess
 import sys
