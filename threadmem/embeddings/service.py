@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, OuterRef, Subquery
+from django.db.models import Exists, F, OuterRef, Subquery
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -127,7 +127,7 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     messages_read = chunks_stored = 0
     try:
         while True:
-            batch, through_seq, read = _next_batch(thread_id=thread_id, after=after)
+            batch, through_seq, read = _next_batch(thread_id=thread_id, model=model, after=after)
             if read == 0:
                 break
             chunks_stored += _store(progress=progress, model=model, batch=batch, through_seq=through_seq)
@@ -143,25 +143,30 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     )
 
 
-def _next_batch(*, thread_id: int, after: int) -> tuple[list[Chunk], int, int]:
+def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk], int, int]:
     """The pieces of the next messages after seq ``after``: about PIECES_PER_BATCH, whole messages only.
 
     Returns (unsaved chunks without vectors, the seq they run through,
     messages read). A message is never split across batches, so
-    ``embedded_seq`` always marks whole messages.
+    ``embedded_seq`` always marks whole messages. A message that already has
+    pieces of ``model`` is passed over: its pieces are stored whole, in one
+    transaction, and ``embedded_seq`` goes back past embedded messages when an
+    import grows an earlier one (``imports.generations``).
     """
+    embedded = Chunk.objects.filter(message_id=OuterRef("pk"), model=model)
     pieces: list[Chunk] = []
     through_seq, read = after, 0
     while len(pieces) < PIECES_PER_BATCH:
         rows = list(
             Message.objects.filter(thread_id=thread_id, seq__gt=through_seq)
             .order_by("seq")
-            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls")[:MESSAGES_PER_READ]
+            .annotate(embedded=Exists(embedded))
+            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls", "embedded")[:MESSAGES_PER_READ]
         )
         with_arguments = [row[0] for row in rows if row[5]]
         leaves = _leaves(with_arguments) if with_arguments else {}
-        for message_id, seq, kind, visible, content, _calls in rows:
-            if kind == Message.Kind.MESSAGE and visible:
+        for message_id, seq, kind, visible, content, _calls, done in rows:
+            if kind == Message.Kind.MESSAGE and visible and not done:
                 pieces.extend(
                     Chunk(
                         message_id=message_id,

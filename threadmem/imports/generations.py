@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from threadmem.lib.jsonleaves import string_leaves
-from threadmem.models import Chunk, Generation, Message, Thread, ToolArgument
+from threadmem.models import Chunk, EmbeddingProgress, Generation, Message, Thread, ToolArgument
 from threadmem.services import MessageIn
 
 
@@ -116,9 +117,12 @@ def generation_summary_imported(*, thread: Thread, summary: MessageIn, origin: s
 def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn) -> None:
     """A streamed message imported before all its blocks were written: store it as it is now.
 
-    Its tool-argument leaves are rewritten and its embedded pieces dropped
-    (the embedding backfill takes it again); the generation's running
-    total grows by the difference.
+    Its tool-argument leaves are rewritten and its embedded pieces dropped;
+    every model's ``embedded_seq`` ("everything up to here is embedded") goes
+    back to just before it, so the next embedding run (the hook after the
+    file, or the backfill) embeds it again, and skips the later messages that
+    still have their pieces. The generation's running total grows by the
+    difference.
     """
     with transaction.atomic():
         _locked(thread)
@@ -130,7 +134,7 @@ def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn
             old_size += len(json.dumps([c["arguments"] for c in stored.tool_calls], ensure_ascii=False).encode())
         Message.objects.filter(pk=message_id).update(content=message.content, tool_calls=message.tool_calls)
         ToolArgument.objects.filter(message_id=message_id).delete()
-        Chunk.objects.filter(message_id=message_id).delete()
+        _drop_embedding(stored)
         ToolArgument.objects.bulk_create(
             ToolArgument(
                 message_id=message_id,
@@ -148,3 +152,16 @@ def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn
             Generation.objects.filter(thread=thread, number=stored.generation).update(
                 visible_chars=F("visible_chars") + (message.size - old_size)
             )
+
+
+def _drop_embedding(message: Message) -> None:
+    """Delete the message's pieces and move each model's progress back before it."""
+    dropped = dict(Chunk.objects.filter(message_id=message.pk).values_list("model").annotate(n=Count("id")).order_by())
+    Chunk.objects.filter(message_id=message.pk).delete()
+    for model, count in dropped.items():
+        EmbeddingProgress.objects.filter(thread_id=message.thread_id, model=model).update(
+            chunks=Greatest(F("chunks") - count, 0)
+        )
+    EmbeddingProgress.objects.filter(thread_id=message.thread_id, embedded_seq__gte=message.seq).update(
+        embedded_seq=message.seq - 1
+    )

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 
 from threadmem import services
 from threadmem.errors import Conflict, InvalidInput, NotFound
@@ -39,6 +39,8 @@ from threadmem.imports.records import (
 from threadmem.models import Generation, Message, Thread, ToolArgument
 
 BATCH_SIZE = 500
+# The tables a bulk import fills, analyzed once per run (``statistics_refresh``).
+ANALYZED_TABLES = ("threadmem_message", "threadmem_toolargument")
 MAX_REPORTED_PROBLEMS = 100
 TASK_TOOL_NAMES = ("Task", "Agent")
 CLAUDE_CODE = "claude-code"
@@ -317,4 +319,19 @@ def import_paths(
             source_path=source_path,
             on_problem=on_problem,
         ).step(final=True, progress=progress)
+    if report.messages_new:
+        statistics_refresh()
     return report
+
+
+def statistics_refresh() -> None:
+    """PostgreSQL: ANALYZE the tables an import filled, so the planner sees the new rows.
+
+    Global search picks its plan from these statistics; autovacuum would
+    catch up only after its threshold and naptime. Once per import run (or
+    per ``--follow`` catch-up), never per batch: it samples the whole table.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {', '.join(ANALYZED_TABLES)}")
