@@ -127,17 +127,22 @@ class ThreadWriter:
             if len(self._batch) >= BATCH_SIZE:
                 self.flush()
         elif isinstance(item, Boundary):
-            self.flush()
-            if generation_close_imported(thread=self._thread(), event=item.event):
-                self.report.messages_new += 1
-            else:
-                self.report.messages_known += 1
+            # One transaction (one commit) for the batch before the boundary and the boundary itself.
+            with transaction.atomic():
+                self.flush()
+                closed = generation_close_imported(thread=self._thread(), event=item.event)
+            self._count(closed)
         elif isinstance(item, Summary):
-            self.flush()
-            if generation_summary_imported(thread=self._thread(), summary=item.message, origin=self.origin):
-                self.report.messages_new += 1
-            else:
-                self.report.messages_known += 1
+            with transaction.atomic():
+                self.flush()
+                stored = generation_summary_imported(thread=self._thread(), summary=item.message, origin=self.origin)
+            self._count(stored is not None)
+
+    def _count(self, new: bool) -> None:
+        if new:
+            self.report.messages_new += 1
+        else:
+            self.report.messages_known += 1
 
     def flush(self) -> None:
         if not self._batch:
