@@ -28,7 +28,7 @@ import ≥ 80 % of the api rate (messages/s).
 Peak memory: synthetic sessions made by repeating the two long shared
 sessions with fresh uuids, message ids and tool ids, up to each size in MB
 (written to /tmp, deleted afterwards), each imported in a fresh subprocess
-that reports its RSS high-water mark (``ru_maxrss``). The target is memory
+that reports its RSS high-water mark (VmHWM). The target is memory
 flat in the file size.
 """
 
@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -278,10 +277,15 @@ def synthetic_session(path: Path, megabytes: int) -> int:
     return lines
 
 
-def _rss_kb() -> int:
-    """The process's resident set now (VmRSS), in kB."""
+def _status_kb(field: str) -> int:
+    """A memory figure of this process from /proc/self/status (VmRSS: now, VmHWM: its high-water mark), in kB.
+
+    VmHWM rather than ``ru_maxrss``: after fork and exec Linux carries the
+    forked copy's RSS (the size of the bench's own process) into the child's
+    ``ru_maxrss``, which then reads the parent's size, not the import's.
+    """
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1])
     return 0
 
@@ -291,11 +295,11 @@ def measure_memory(path: Path) -> None:
     from threadmem.imports.service import import_paths
 
     user = bench_user()
-    before = _rss_kb()
+    before = _status_kb("VmRSS")
     started = time.perf_counter()
     report = import_paths(paths=[path], fmt="claude-code", owner=user, channel=f"{CHANNEL_PREFIX}memory:{path.name}")
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _status_kb("VmHWM")
     drop_bench_threads()
     print(
         json.dumps({"rss_before_kb": before, "rss_peak_kb": peak, "messages": report.messages_new, "seconds": seconds})
@@ -303,7 +307,7 @@ def measure_memory(path: Path) -> None:
 
 
 def memory(sizes: list[int]) -> None:
-    print("peak memory: one fresh process per file (ru_maxrss, the RSS high-water mark; before: VmRSS after setup)")
+    print("peak memory: one fresh process per file (VmHWM, its RSS high-water mark; before: VmRSS after setup)")
     files = [(f"{LONG_SESSIONS[0][:8]} (shared)", DATA / f"{LONG_SESSIONS[0]}.jsonl", False)]
     folder = Path(tempfile.mkdtemp(prefix="threadmem-bench-import-"))
     try:
