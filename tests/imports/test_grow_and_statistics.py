@@ -11,8 +11,9 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.imports.support import LONG, data_dir
 from threadmem.embeddings import service as embedding_service
+from threadmem.embeddings.chunks import message_pieces
 from threadmem.imports.service import import_paths
-from threadmem.models import Chunk, EmbeddingProgress, Message, Thread
+from threadmem.models import Chunk, EmbeddingProgress, Message, Thread, ToolArgument
 
 pytestmark = pytest.mark.django_db
 
@@ -87,6 +88,38 @@ def test_a_grown_message_is_embedded_again_and_the_later_embedded_ones_are_not(o
     sent_again = embedded_texts(embeddings.embedding_requests()[requests_before:])
     assert not any("active (running)" in text for text in sent_again)
     assert any("certificate expired" in text for text in sent_again)
+    assert progress.chunks == Chunk.objects.filter(message__thread=thread).count()
+
+
+def test_a_message_grown_while_the_model_embeds_its_old_text_keeps_no_old_pieces(
+    owner, embeddings, tmp_path, monkeypatch
+):
+    path = tmp_path / f"{SESSION}.jsonl"
+    path.write_bytes(b"".join(BEFORE_THE_CUT))
+    import_paths(paths=[path], fmt="claude-code", owner=owner)
+    thread = Thread.objects.get(channel=f"claude-code:{SESSION}")
+    real_embed = embedding_service.llm.embed
+    calls = []
+
+    def embed_while_the_session_grows(texts, *, model):
+        if not calls:  # --follow imports the rest of the streamed message meanwhile
+            path.write_bytes(b"".join(BEFORE_THE_CUT + AFTER_THE_CUT))
+            assert import_paths(paths=[path], fmt="claude-code", owner=owner).messages_grown == 1
+        calls.append(texts)
+        return real_embed(texts, model=model)
+
+    monkeypatch.setattr(embedding_service.llm, "embed", embed_while_the_session_grows)
+    embedding_service.embed_thread(thread_id=thread.pk)
+
+    grown = Message.objects.get(thread=thread, source_id="msg_grow")
+    leaves = ToolArgument.objects.filter(message=grown).order_by("call_index", "id").values_list("path", "value")
+    as_it_is_now = [(p.field, p.text) for p in message_pieces(grown.content, list(leaves))]
+    # The pieces of the message as it is now, none cut from its text before it grew.
+    assert list(Chunk.objects.filter(message=grown).order_by("part").values_list("field", "text")) == as_it_is_now
+    assert any("quokka-relay-7 --since today" in text for _, text in as_it_is_now)
+    last = Message.objects.filter(thread=thread).order_by("-seq").first()
+    progress = EmbeddingProgress.objects.get(thread=thread)
+    assert progress.embedded_seq == last.seq
     assert progress.chunks == Chunk.objects.filter(message__thread=thread).count()
 
 
