@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console bench-import clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-import clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -29,7 +29,13 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@ $(VENV)/.installed-run
 
-run: $(VENV)/.installed-run
+# The per-checkout SECRET_KEY that settings read when SECRET_KEY is unset
+# (importing settings never writes it; production sets SECRET_KEY).
+.secret_key: | python
+	@umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))' > $@.tmp && mv $@.tmp $@
+
+run: $(VENV)/.installed-run .secret_key
+	$(PY) manage.py database
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 	$(PY) manage.py runserver $(HOST):$(PORT)
@@ -61,17 +67,25 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-bench-ingest: $(VENV)/.installed-dev
+bench-ingest: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/ingest.py
 
-bench-search: $(VENV)/.installed-dev
+bench-search: $(VENV)/.installed-dev .secret_key
 	bash scripts/install-pg-extension.sh
 	$(PY) bench/search.py --semantic
 
-bench-console: $(VENV)/.installed-dev
+bench-console: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/console.py
 
-bench-import: $(VENV)/.installed-dev
+bench-load: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/load.py
+
+# Recall on the shared real Claude Code sessions (../shared/data/claude-code), in threadmem_bench_recall.
+bench-recall: $(VENV)/.installed-dev .secret_key
+	bash scripts/install-pg-extension.sh
+	$(PY) bench/recall.py
+
+bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py
 	$(PY) bench/identifiers.py
 

@@ -26,6 +26,11 @@ class SearchRequest(serializers.Serializer):
         allow_null=True,
         help_text=f"the thread to search; omit it (or send {GLOBAL_CHANNEL!r}) to search every thread you may read",
     )
+    cursor = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="next_cursor of an earlier answer to the same caller, query and channel: the hits it left out",
+    )
 
 
 class HitSerializer(serializers.Serializer):
@@ -35,6 +40,17 @@ class HitSerializer(serializers.Serializer):
     role = serializers.ChoiceField(choices=Message.Role.choices)
     field = serializers.CharField(help_text="content, or tool_args.<path> such as tool_args.files[0].path")
     window = serializers.CharField(help_text="the window as the model reads it, with its … / …[truncated] markers")
+    tool = serializers.CharField(
+        allow_null=True,
+        help_text="a tool-argument hit: its call's tool; a hit in a tool result: its call's tool (null: no call "
+        "stored); null for other hits",
+    )
+    result_message_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="a tool-argument hit: the messages holding its call's results"
+    )
+    call_message_id = serializers.IntegerField(
+        allow_null=True, help_text="a hit in a tool result: the message holding its call"
+    )
 
 
 class SearchResultSerializer(serializers.Serializer):
@@ -45,6 +61,9 @@ class SearchResultSerializer(serializers.Serializer):
     literal_hits_shown = serializers.IntegerField()
     truncated = serializers.BooleanField(help_text="the whole result was cut at 12,000 characters")
     hits = HitSerializer(many=True)
+    next_cursor = serializers.CharField(
+        allow_null=True, help_text="pass it back as cursor for the hits left out; null when nothing is left"
+    )
 
 
 def search_result_data(result: SearchResult) -> dict[str, Any]:
@@ -61,9 +80,13 @@ def search_result_data(result: SearchResult) -> dict[str, Any]:
                 "role": hit.role,
                 "field": hit.field,
                 "window": hit.window,
+                "tool": hit.tool,
+                "result_message_ids": list(hit.result_message_ids),
+                "call_message_id": hit.call_message_id,
             }
             for hit in result.hits
         ],
+        "next_cursor": result.next_cursor,
     }
 
 
@@ -90,6 +113,10 @@ class AuditReadSerializer(serializers.Serializer):
     )
     call_message_id = serializers.IntegerField(
         allow_null=True, help_text="a tool result: the assistant message holding its call"
+    )
+    call_tool = serializers.CharField(allow_null=True, help_text="a tool result: its call's tool name")
+    calls = serializers.ListField(
+        child=serializers.DictField(), help_text="an assistant's tool calls: id, tool and result_message_ids each"
     )
     text = serializers.CharField(help_text="exactly what the model reads: metadata plus the page, at most 12,000")
 
@@ -119,6 +146,8 @@ def audit_read_data(read: AuditRead) -> dict[str, Any]:
         "next_offset": read.next_offset,
         "result_message_ids": read.result_message_ids,
         "call_message_id": read.call_message_id,
+        "call_tool": read.call_tool,
+        "calls": read.calls,
         "text": read.text,
     }
 

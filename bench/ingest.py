@@ -20,7 +20,7 @@ same indexes (trigram GIN on content, lz4):
   threadmem_message, one transaction per batch: the database's own rate, the
   reference of the target.
 * db COPY: the same rows with COPY, one transaction per batch: the floor. The
-  service itself stores batches with COPY on PostgreSQL (services._pg_cursor).
+  service itself stores batches with COPY on PostgreSQL (store._pg_cursor).
 
 The api side also writes what search needs beyond those rows: the
 tool-argument leaves (about 0.75 rows per message here, trigram-indexed too),

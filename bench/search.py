@@ -156,7 +156,7 @@ def measure(runs: int) -> None:
     from django.db import connection
 
     from threadmem.lib.terms import fold
-    from threadmem.models import SEARCHABLE, Message, Thread, ToolArgument
+    from threadmem.models import Message, Thread, ToolArgument
     from threadmem.scope import resolve_scope
     from threadmem.search import search_memory
     from threadmem.search.literal import literal_search
@@ -181,12 +181,12 @@ def measure(runs: int) -> None:
 
     def fetch_and_scan(term: str) -> int:
         needle = re.compile(re.escape(term), re.IGNORECASE)
-        scope = Message.objects.filter(SEARCHABLE, thread=stress)
+        scope = Message.objects.searchable().filter(thread=stress)
         texts = list(scope.values_list("content", flat=True))
         texts += list(ToolArgument.objects.filter(message__in=scope).values_list("value", flat=True))
         return sum(1 for text in texts if needle.search(text))
 
-    texts = list(Message.objects.filter(SEARCHABLE, thread=stress).values_list("content", flat=True))
+    texts = list(Message.objects.searchable().filter(thread=stress).values_list("content", flat=True))
     folded = [fold(text) for text in texts]
 
     def scan_in_memory(term: str) -> int:

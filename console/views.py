@@ -31,7 +31,7 @@ from threadmem.errors import DomainError
 from threadmem.models import Compaction, Thread, ToolCall
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
-from threadmem.selectors import is_operator
+from threadmem.selectors import generation_list_for, is_operator
 
 View = Callable[..., HttpResponse]
 
@@ -79,7 +79,7 @@ def thread_by_channel(request: HttpRequest, channel: str) -> HttpResponse:
 
 
 def _thread_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
-    timeline = selectors.generation_timeline(thread=thread)
+    timeline = list(generation_list_for(thread=thread))
     numbers = [g.number for g in timeline]
     raw = request.GET.get("generation")
     try:
@@ -287,7 +287,10 @@ def message_isolation(request: HttpRequest, message_id: int) -> HttpResponse:
 @staff_required
 def search(request: HttpRequest) -> HttpResponse:
     """``search_memory`` as the model would run it, logged like any other call."""
-    form = SearchForm(request.GET or None)
+    params = request.GET.copy()
+    if "q" not in params and "query" in params:  # the API's name for it, so a URL can be shared between them
+        params["q"] = params["query"]
+    form = SearchForm(params or None)
     context: dict[str, Any] = {"form": form, "nav": "search", "recent_channels": selectors.recent_channels()}
     status = 200
     if form.is_valid():

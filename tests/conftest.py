@@ -3,9 +3,11 @@ API clients authenticated with real DRF tokens, and row factories."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.db import connection
 from rest_framework.authtoken.models import Token
@@ -13,6 +15,10 @@ from rest_framework.test import APIClient
 
 from threadmem import services
 from threadmem.models import Message, Thread
+
+# Settings make up a key under pytest and never write .secret_key; the
+# processes the tests start (Celery workers, manage.py) use the same one.
+os.environ.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
 
 
 def make_user(username: str, **flags: Any):

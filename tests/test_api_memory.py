@@ -30,7 +30,7 @@ def test_search_answers_the_spec_shape_with_the_text_the_model_reads(owner, owne
     response = owner_api.post("/api/v1/search/", {"query": "gamma-9", "channel": thread.channel}, format="json")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"text", "literal_hits_total", "literal_hits_shown", "truncated", "hits"}
+    assert set(body) == {"text", "literal_hits_total", "literal_hits_shown", "truncated", "hits", "next_cursor"}
     assert body["text"] == search_memory(user=owner, query="gamma-9", channel=thread.channel).text
     assert (body["literal_hits_total"], body["literal_hits_shown"], body["truncated"]) == (2, 2, False)
     assert body["hits"][0] == {
@@ -40,9 +40,14 @@ def test_search_answers_the_spec_shape_with_the_text_the_model_reads(owner, owne
         "role": "tool",
         "field": "content",
         "window": "welcome to gamma-9",
+        "tool": "shell",
+        "result_message_ids": [],
+        "call_message_id": call.id,
     }
     assert body["hits"][1]["field"] == "tool_args.command"
     assert body["hits"][1]["message_id"] == call.id
+    assert (body["hits"][1]["tool"], body["hits"][1]["result_message_ids"]) == ("shell", [result.id])
+    assert body["next_cursor"] is None
 
 
 @pytest.mark.django_db

@@ -50,7 +50,7 @@ def test_a_tool_call_names_its_results_and_a_result_names_its_call(owner, exchan
     assert '  arguments: {"command": "uptime"}' in call_read.text
     assert call_read.result_message_ids == [result.id]
     result_read = message_context_read(user=owner, message_id=result.id, model_facing=True)
-    assert f"result of tool call: id=call_7 in messageId={call.id}" in result_read.text
+    assert f"result of tool call: id=call_7 tool=shell in messageId={call.id}" in result_read.text
     assert result_read.call_message_id == call.id
 
 

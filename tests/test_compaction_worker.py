@@ -77,7 +77,9 @@ class Workers:
     fake: FakeOpenAI
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
-    def start(self, name: str, *, pool: str = "prefork", extra_env: dict[str, str] | None = None) -> str:
+    def start(
+        self, name: str, *, pool: str = "prefork", extra_env: dict[str, str] | None = None, beat: bool = False
+    ) -> str:
         node = f"{name}-{self.queue}@%h"
         env = {
             **os.environ,
@@ -95,6 +97,8 @@ class Workers:
         command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         if pool == "prefork":
             command += ["-c", "1"]
+        if beat:  # Celery beat inside this worker, its schedule file beside the logs
+            command += ["-B", "-s", str(self.log_dir / f"{name}-beat-schedule")]
         log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115  (closed with the process)
         # A session of its own, so teardown can end the worker and its pool children together.
         self.processes[name] = subprocess.Popen(

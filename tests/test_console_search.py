@@ -90,3 +90,11 @@ def test_it_shows_an_empty_form_first(operator_console):
 def test_it_offers_recent_channels(operator_console, thread):
     body = operator_console.get(URL).content.decode()
     assert f'<option value="{thread.channel}">' in body
+
+
+def test_it_takes_the_apis_query_parameter_too(operator_console, operator, thread):
+    append(thread, {"role": "user", "content": "please restart nginx on staging-7"})
+    by_q = operator_console.get(URL, {"q": "restart nginx", "channel": thread.channel})
+    by_query = operator_console.get(URL, {"query": "restart nginx", "channel": thread.channel})
+    assert by_query.status_code == 200
+    assert tool_text(by_query) == tool_text(by_q)

@@ -7,7 +7,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from console.selectors import MESSAGE_PREVIEW_CHARS, MESSAGES_PER_PAGE, TOOL_ARGS_INLINE_CHARS
+from console.calls import TOOL_ARGS_INLINE_CHARS
+from console.selectors import MESSAGE_PREVIEW_CHARS, MESSAGES_PER_PAGE
 from tests.conftest import append
 from threadmem import services
 from threadmem.models import Compaction, Generation, Message

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -35,3 +37,22 @@ def test_check_deploy_warns_without_them():
     done = check_deploy()
     assert done.returncode != 0
     assert "security.W004" in done.stderr + done.stdout
+
+
+def test_importing_settings_writes_no_key_file_and_refuses_without_a_key(monkeypatch, tmp_path):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from threadmem import settings as settings_module
+
+    key_file = tmp_path / ".secret_key"
+    monkeypatch.setattr(settings_module, "SECRET_KEY_FILE", key_file)
+    monkeypatch.setattr(settings_module, "TESTING", False)
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    with pytest.raises(ImproperlyConfigured, match="make run"):
+        settings_module.secret_key(debug=False)
+    assert settings_module.secret_key(debug=True)  # DEBUG: a key for this process only
+    assert not key_file.exists()
+    key_file.write_text("from-the-file\n")
+    assert settings_module.secret_key(debug=False) == "from-the-file"
+    monkeypatch.setenv("SECRET_KEY", "from-the-environment")
+    assert settings_module.secret_key(debug=False) == "from-the-environment"

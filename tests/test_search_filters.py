@@ -10,12 +10,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from django.db import connection
 from django.db.models import Q
 
 from tests.conftest import append, make_thread, open_generation
 from threadmem import services
 from threadmem.models import Message
 from threadmem.search import search_memory
+from threadmem.search.literal.filters import searchable_sql
 from threadmem.search.semantic import provider_installed
 
 # Thread searches run with each match statement (tests/conftest.py).
@@ -92,6 +94,18 @@ def test_the_flag_rule_is_the_models_searchable_rule(world):
     # Sanity of the fixture: every combination exists and exactly the plain ones are searchable.
     assert len(world["stored"]) == 19
     assert len(world["searchable"]) == 2  # the plain message and the plain tool call
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_raw_sql_searchable_filter_selects_what_the_queryset_selects(world):
+    condition, params = searchable_sql("m")
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT m.id FROM threadmem_message m WHERE {condition}", params)
+        raw = {message_id for (message_id,) in cursor.fetchall()}
+    orm = set(Message.objects.searchable().values_list("id", flat=True))
+    assert raw == orm
+    # Over every flag combination the queryset keeps exactly the searchable ones.
+    assert orm & {m.id for m in world["stored"]} == world["searchable"]
 
 
 @pytest.mark.django_db(transaction=True)

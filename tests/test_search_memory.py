@@ -71,6 +71,7 @@ def test_it_finds_the_generation_1_tool_call_across_generations_and_fields(
     owner, thread, compacted_twice, query, field
 ):
     result = search_memory(user=owner, query=query, channel=thread.channel)
+    result_id = thread.messages.get(tool_call_id="c1").id
     first = result.hits[0]
     assert (first.message_id, first.generation, first.field, first.session_id) == (
         compacted_twice.id,
@@ -78,9 +79,10 @@ def test_it_finds_the_generation_1_tool_call_across_generations_and_fields(
         field,
         "sess-1",
     )
-    assert f"--- messageId={compacted_twice.id} sessionId=sess-1 generation=1 role=assistant field={field}\n" in (
-        result.text
-    )
+    assert (
+        f"--- messageId={compacted_twice.id} sessionId=sess-1 generation=1 role=assistant field={field} "
+        f"tool=shell result={result_id}\n"
+    ) in result.text
     assert "LEAK" not in result.text
     assert all(hit.message_id == compacted_twice.id for hit in result.hits)
 
@@ -88,10 +90,12 @@ def test_it_finds_the_generation_1_tool_call_across_generations_and_fields(
 @pytest.mark.django_db
 def test_it_lays_the_result_out_exactly(owner, thread, compacted_twice):
     result = search_memory(user=owner, query="~/.ssh/id_ed25519", channel=thread.channel)
+    result_id = thread.messages.get(tool_call_id="c1").id
     assert result.text == (
         f"{HEADER}\n"
         f'channel: {thread.channel} · query: "~/.ssh/id_ed25519" · literal hits: 1 (1 shown)\n'
-        f"--- messageId={compacted_twice.id} sessionId=sess-1 generation=1 role=assistant field=tool_args.command\n"
+        f"--- messageId={compacted_twice.id} sessionId=sess-1 generation=1 role=assistant field=tool_args.command "
+        f"tool=shell result={result_id}\n"
         f"{COMMAND}\n"
         "\n"
         "## Other memory results\n"
@@ -179,7 +183,10 @@ def test_it_counts_the_true_number_of_hits_not_shown(owner, thread):
     )
     result = search_memory(user=owner, query="beacon", channel=thread.channel)
     assert result.literal_hits_total == 40
-    assert f"{40 - result.literal_hits_shown} more hits not shown; narrow the query to continue." in result.text
+    assert (
+        f"{40 - result.literal_hits_shown} more hits not shown; narrow the query, "
+        f'or call again with cursor="{result.next_cursor}" for the next ones.'
+    ) in result.text
     assert result.literal_hits_shown == len(result.hits) < 40
 
 
@@ -272,7 +279,12 @@ def test_it_stops_counting_a_common_term_at_the_bound_in_the_global_scope(owner,
     assert result.total_is_lower_bound
     assert result.literal_hits_total == SEARCH_COUNT_LIMIT
     assert f"literal hits: more than {SEARCH_COUNT_LIMIT} ({shown} shown)" in result.text
-    assert f"\nmore than {SEARCH_COUNT_LIMIT - shown} more hits not shown; narrow the query to continue." in result.text
+    advice = (
+        "narrow the query to continue."
+        if result.next_cursor is None
+        else f'narrow the query, or call again with cursor="{result.next_cursor}" for the next ones.'
+    )
+    assert f"\nmore than {SEARCH_COUNT_LIMIT - shown} more hits not shown; {advice}" in result.text
     # The thread's own scope counts them all.
     assert search_memory(user=owner, query="quasar", channel=thread.channel).literal_hits_total == count
 

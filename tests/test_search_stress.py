@@ -52,7 +52,10 @@ def test_it_answers_a_bounded_text_with_the_true_count_from_120_large_tool_resul
     shown = result.literal_hits_shown
     assert result.literal_hits_total == RESULTS
     assert 0 < shown < RESULTS
-    assert f"\n{RESULTS - shown} more hits not shown; narrow the query to continue.\n" in result.text
+    assert (
+        f"\n{RESULTS - shown} more hits not shown; narrow the query, "
+        f'or call again with cursor="{result.next_cursor}" for the next ones.\n'
+    ) in result.text
     assert "x" * (WINDOW_CHARS + 1) not in result.text
     assert len(literal_part_of(result.text)) <= THREAD_LITERAL_MAX_CHARS
     assert len(result.text) <= THREAD_SEARCH_MAX_CHARS

@@ -6,9 +6,10 @@ from django.db.models.signals import post_migrate
 
 
 def forget_search_extension(**kwargs) -> None:
-    """Migrations may add or remove threadmem_search: search probes for it again."""
+    """Migrations may add or remove threadmem_search or the vector column: probe for them again."""
     for connection in connections.all(initialized_only=True):
         connection.threadmem_search_extension = None
+        connection.threadmem_pgvector = None
 
 
 class ThreadmemConfig(AppConfig):
@@ -16,6 +17,8 @@ class ThreadmemConfig(AppConfig):
     verbose_name = "threadmem"
 
     def ready(self) -> None:
+        from threadmem import checks  # noqa: F401  (registers the system checks)
+
         post_migrate.connect(forget_search_extension, dispatch_uid="threadmem.forget_search_extension")
         from threadmem import services
         from threadmem.compaction import service as compaction_service
@@ -26,6 +29,10 @@ class ThreadmemConfig(AppConfig):
         # The compaction service enqueues through the task module, which imports it (not the other way round).
         compaction_service.run_enqueuer = compaction_tasks.compaction_enqueue
 
+        from threadmem.compaction import resummarize
+
+        if resummarize.resummarize_after_isolation not in services.after_isolation_hooks:
+            services.after_isolation_hooks.append(resummarize.resummarize_after_isolation)
         # Automatic compaction and embedding after appends; services.py imports neither.
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
             if hook not in services.after_append_hooks:

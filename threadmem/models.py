@@ -84,6 +84,23 @@ class Generation(models.Model):
         return f"{self.thread_id}#{self.number}"
 
 
+class MessageQuerySet(models.QuerySet):
+    """The message rules every read shares, one home each (``MODEL_VISIBLE``, ``SEARCHABLE`` below).
+
+    ``visible()``: what the model sees of a generation (machine events and
+    summaries included). ``searchable()``: what every model-facing read and
+    search may show; the literal search's raw SQL
+    (``search.literal.filters.searchable_sql``) is held equal to it by
+    tests/test_search_filters.py.
+    """
+
+    def visible(self) -> MessageQuerySet:
+        return self.filter(MODEL_VISIBLE)
+
+    def searchable(self) -> MessageQuerySet:
+        return self.filter(SEARCHABLE)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
@@ -124,6 +141,8 @@ class Message(models.Model):
     # default, because the PostgreSQL append path COPYs named columns only.
     summary_origin = models.CharField(max_length=32, blank=True, default="", db_default="")
 
+    objects = MessageQuerySet.as_manager()
+
     class Meta:
         ordering = ["thread_id", "seq"]
         constraints = [
@@ -132,7 +151,11 @@ class Message(models.Model):
                 fields=["thread", "source_id"], condition=~Q(source_id=""), name="message_unique_source_id"
             ),
         ]
-        indexes = [models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq")]
+        indexes = [
+            models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq"),
+            # A tool-argument hit names its results (search/literal/links.py).
+            models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.thread_id}:{self.seq} {self.role}"
@@ -220,7 +243,11 @@ class ToolArgument(models.Model):
 
     class Meta:
         ordering = ["message_id", "call_index", "id"]
-        indexes = [models.Index(fields=["thread", "message"], name="toolarg_thread_message")]
+        indexes = [
+            models.Index(fields=["thread", "message"], name="toolarg_thread_message"),
+            # A hit in a tool result names its call (search/literal/links.py).
+            models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="toolarg_tool_call"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.message_id} tool_args.{self.path}"
@@ -325,9 +352,10 @@ class Compaction(models.Model):
                 condition=Q(status__in=["pending", "running"]),
                 name="compaction_one_live_per_generation",
             ),
+            # Re-summaries after isolation (trigger "isolation") rewrite a compacted generation's summary again.
             models.UniqueConstraint(
                 fields=["thread", "generation"],
-                condition=Q(status="succeeded"),
+                condition=Q(status="succeeded") & ~Q(trigger="isolation"),
                 name="compaction_one_success_per_generation",
             ),
         ]

@@ -12,7 +12,7 @@ from typing import Any
 from rest_framework.fields import DateTimeField
 
 from threadmem.models import Message
-from threadmem.services import StoredMessage
+from threadmem.store import StoredMessage
 
 # DRF's rendering of a time (its settings and time zone), as MessageSerializer renders created_at.
 _DATETIME = DateTimeField()

@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.lib.storable import text_problem
-from threadmem.models import MODEL_VISIBLE, SEARCHABLE, Generation, Message, Thread
+from threadmem.models import Generation, Message, Thread
 
 
 def is_operator(user: AbstractBaseUser) -> bool:
@@ -98,7 +98,7 @@ def message_get_for(*, user: AbstractBaseUser, message_id: Any, model_facing: bo
     if not is_operator(user):
         messages = messages.filter(thread__owner=user)
     if model_facing:
-        messages = messages.filter(SEARCHABLE)
+        messages = messages.searchable()
     try:
         return messages.get(pk=message_id)
     except Message.DoesNotExist:
@@ -111,24 +111,6 @@ class ScopePart:
 
     thread_id: int
     max_seq: int | None  # None: the whole thread
-
-
-def thread_scope(thread: Thread) -> list[ScopePart]:
-    """The thread itself, then its ancestors up to each fork point.
-
-    A fork sees its parent up to the fork message; the parent's own ancestry
-    was fixed when the parent was forked, so each ancestor is capped by the
-    fork point of the child just below it.
-    """
-    parts = [ScopePart(thread.id, None)]
-    child = thread
-    seen = {thread.id}
-    while child.parent_id is not None and child.parent_id not in seen:
-        fork_seq = Message.objects.values_list("seq", flat=True).get(pk=child.fork_message_id)
-        parts.append(ScopePart(child.parent_id, fork_seq))
-        seen.add(child.parent_id)
-        child = Thread.objects.only("id", "parent_id", "fork_message_id").get(pk=child.parent_id)
-    return parts
 
 
 def scope_filter(parts: list[ScopePart], *, prefix: str = "") -> Q:
@@ -175,7 +157,7 @@ def context_messages(thread: Thread, generation: int | None = None, upto_seq: in
     context endpoint and compaction all read it here.
     """
     number = thread.current_generation if generation is None else generation
-    messages = Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=number)
+    messages = Message.objects.visible().filter(thread=thread, generation=number)
     if upto_seq is not None:
         messages = messages.filter(seq__lte=upto_seq)
     own = list(messages.order_by("seq"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import tempfile
 from pathlib import Path
 
@@ -68,20 +69,37 @@ def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
     return value
 
 
-def local_secret_key() -> str:
-    """A per-checkout key kept out of the repository (see .gitignore)."""
-    path = BASE_DIR / ".secret_key"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        key = secrets.token_urlsafe(50)
-        path.write_text(key)
-        path.chmod(0o600)
+# `make run` creates it (the Makefile's .secret_key target); settings only read it.
+SECRET_KEY_FILE = BASE_DIR / ".secret_key"
+# Under pytest a missing key is made up for the process (conftest.py hands it to workers).
+TESTING = "pytest" in sys.modules
+
+
+def secret_key(*, debug: bool) -> str:
+    """SECRET_KEY, else the per-checkout key in .secret_key (kept out of git), else refuse.
+
+    Importing settings never writes a file. Under DEBUG or tests a missing
+    key is a random one for this process only (sessions end with it).
+    """
+    key = env_str("SECRET_KEY")
+    if key:
         return key
+    try:
+        key = SECRET_KEY_FILE.read_text().strip()
+    except FileNotFoundError:
+        key = ""
+    if key:
+        return key
+    if debug or TESTING:
+        return secrets.token_urlsafe(50)
+    raise ImproperlyConfigured(
+        f"SECRET_KEY is not set and {SECRET_KEY_FILE} does not exist: set SECRET_KEY (production), "
+        "or run `make run` once, which creates .secret_key for this checkout"
+    )
 
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY") or local_secret_key()
+SECRET_KEY = secret_key(debug=DEBUG)
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 
@@ -133,7 +151,9 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'threadmem.sqlite3'}"
 try:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    # Health checks: a kept connection that a database restart broke is replaced at the start of the next
+    # request instead of failing it.
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 except Exception as exc:  # dj_database_url raises several types on bad URLs
     raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
 
@@ -219,6 +239,10 @@ CACHES = {
     )
 }
 
+# PostgreSQL: keep embeddings in pgvector where the server has it (false: float32 bytes, ranked in NumPy,
+# as on a stock server). Decided when migrations create the column.
+THREADMEM_PGVECTOR = env_bool("THREADMEM_PGVECTOR", True)
+
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 # Without a broker, tasks run in the calling process (the embedded default).
@@ -276,6 +300,10 @@ THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
 # would take at this many bytes a millisecond, then the thread is scanned
 # (bench/search.py: a scan reads ~750,000; the default leaves the index room).
 THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 400_000, minimum=1)
+# Thread search on PostgreSQL: "scan" or "index" forces the match path for
+# measuring one against the other; "auto" chooses by THREADMEM_SEARCH_THREAD_SCAN_BYTES.
+# threadmem/search/tuning.py reads these knobs as one SearchTuning.
+THREADMEM_SEARCH_PATH = env_choice("THREADMEM_SEARCH_PATH", "auto", ("auto", "scan", "index"))
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.
@@ -300,6 +328,13 @@ THREADMEM_COMPACTION_MAX_RETRIES = env_int("THREADMEM_COMPACTION_MAX_RETRIES", 5
 THREADMEM_COMPACTION_RETRY_BACKOFF = env_int("THREADMEM_COMPACTION_RETRY_BACKOFF", 10, minimum=1)
 # Soft time limit of one compaction attempt; the hard limit is 60 s later.
 THREADMEM_COMPACTION_TIME_LIMIT = env_int("THREADMEM_COMPACTION_TIME_LIMIT", 900, minimum=10)
+# A worker's running claim is trusted this long without a heartbeat (renewed every quarter of it); a
+# killed worker's compaction is sent again by the sweep (Celery beat) once it runs out.
+THREADMEM_COMPACTION_LEASE = env_int("THREADMEM_COMPACTION_LEASE", 60, minimum=2)
+THREADMEM_COMPACTION_SWEEP_SECONDS = env_int("THREADMEM_COMPACTION_SWEEP_SECONDS", 30, minimum=1)
+CELERY_BEAT_SCHEDULE = {
+    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
+}
 # Redis hands an unacknowledged task to another worker after this many seconds
 # (a worker that died mid-task); keep it above the compaction hard time limit.
 _visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)

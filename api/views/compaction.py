@@ -66,11 +66,18 @@ class CompactView(JSONAPIView):
         description=(
             "Starts a compaction task and answers 202 with its task id. A request while one is pending or "
             "running answers with that one (same task_id). A generation with nothing since its summary answers "
-            "409. Follow the outcome in `compactions/`."
+            "409. A broker that refuses the task answers 503 and leaves nothing pending. Follow the outcome in "
+            "`compactions/`."
         ),
         request=None,
         parameters=[CHANNEL_PARAMETER],
-        responses={202: CompactionStartedSerializer, 401: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer},
+        responses={
+            202: CompactionStartedSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
+            503: ErrorSerializer,
+        },
         tags=["compaction"],
     )
     def post(self, request: Request, channel: str) -> Response:
@@ -92,7 +99,12 @@ class CompactionListView(JSONAPIView):
             "of the summary written."
         ),
         parameters=[CHANNEL_PARAMETER],
-        responses={200: CompactionSerializer(many=True), 401: ErrorSerializer, 404: ErrorSerializer},
+        responses={
+            200: CompactionSerializer(many=True),
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+        },
         tags=["compaction"],
     )
     def get(self, request: Request, channel: str) -> Response:

@@ -32,26 +32,25 @@ from api.serializers_memory import (
 from api.views.threads import JSONAPIView, Pagination, body_object
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
+from threadmem.lib.validate import require_keys
 from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
 from threadmem.tools import TOOLS
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer}
-SEARCH_FIELDS = {"query", "channel"}
+SEARCH_FIELDS = {"query", "channel", "cursor"}
 
 
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
-        raise InvalidInput("the body must be a JSON object with query and, optionally, channel")
-    unknown = set(data) - SEARCH_FIELDS
-    if unknown:
-        raise InvalidInput(
-            f"unknown fields: {', '.join(sorted(unknown))} (allowed: query, channel)", field=sorted(unknown)[0]
-        )
-    if "query" not in data:
-        raise InvalidInput("query is required", field="query")
-    result = search_memory(user=request.user, query=data["query"], channel=data.get("channel"), surface="api")
+        raise InvalidInput("the body must be a JSON object with query and, optionally, channel and cursor")
+    require_keys(
+        data, SEARCH_FIELDS, {"query"}, unknown_message="unknown fields: {unknown} (allowed: query, channel, cursor)"
+    )
+    result = search_memory(
+        user=request.user, query=data["query"], channel=data.get("channel"), cursor=data.get("cursor"), surface="api"
+    )
     return Response(search_result_data(result))
 
 
@@ -75,6 +74,9 @@ class SearchView(JSONAPIView):
         parameters=[
             OpenApiParameter("query", OpenApiTypes.STR, required=True, description="literal text to find"),
             OpenApiParameter("channel", OpenApiTypes.STR, description="the thread to search; omit for all"),
+            OpenApiParameter(
+                "cursor", OpenApiTypes.STR, description="next_cursor of an earlier answer to the same query"
+            ),
         ],
         responses={200: SearchResultSerializer, **ERRORS},
         tags=["memory"],
@@ -150,7 +152,12 @@ class ToolCallListView(JSONAPIView):
             "made themselves."
         ),
         parameters=[OpenApiParameter("channel", OpenApiTypes.STR, description="only calls on this thread")],
-        responses={200: ToolCallLogSerializer(many=True), 401: ErrorSerializer, 404: ErrorSerializer},
+        responses={
+            200: ToolCallLogSerializer(many=True),
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            404: ErrorSerializer,
+        },
         tags=["memory"],
     )
     def get(self, request: Request) -> Response:

@@ -31,6 +31,7 @@ from api.serializers import (
 )
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
+from threadmem.lib.validate import require_keys
 from threadmem.models import Thread
 from threadmem.render import messages_data
 
@@ -68,26 +69,21 @@ def body_object(request: Request, *, allowed: set[str], name: str = "the body") 
     data = request.data
     if not isinstance(data, dict):
         raise InvalidInput(f"{name} must be a JSON object")
-    unknown = set(data) - allowed
-    if unknown:
-        raise InvalidInput(
-            f"{name} has unknown fields: {', '.join(sorted(unknown))} (allowed: {', '.join(sorted(allowed))})",
-            field=sorted(unknown)[0],
-        )
+    require_keys(data, allowed, unknown_message=f"{name} has unknown fields: {{unknown}} (allowed: {{allowed}})")
     return data
 
 
 def fork_from_object(fork_from: Any) -> dict[str, Any]:
     if not isinstance(fork_from, dict):
         raise InvalidInput("fork_from must be an object with channel and message_id", field="fork_from")
-    unknown = set(fork_from) - FORK_FROM_FIELDS
-    missing = FORK_FROM_FIELDS - set(fork_from)
-    if unknown or missing:
-        problems = [f"unknown fields: {', '.join(sorted(unknown))}"] if unknown else []
-        problems += [f"missing: {', '.join(sorted(missing))}"] if missing else []
-        raise InvalidInput(
-            f"fork_from must have exactly channel and message_id ({'; '.join(problems)})", field="fork_from"
-        )
+    require_keys(
+        fork_from,
+        FORK_FROM_FIELDS,
+        FORK_FROM_FIELDS,
+        missing_message="missing: {missing}",
+        joined_message="fork_from must have exactly channel and message_id ({problems})",
+        unknown_field="fork_from",
+    )
     if not isinstance(fork_from["channel"], str):
         raise InvalidInput("fork_from.channel must be a string", field="fork_from")
     return fork_from
@@ -105,7 +101,7 @@ class ThreadListView(JSONAPIView):
     @extend_schema(
         summary="List the threads the caller may read",
         description="Owners see their own threads, operators (staff) see all; most recent activity first.",
-        responses={200: ThreadSerializer(many=True), 401: ErrorSerializer},
+        responses={200: ThreadSerializer(many=True), 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
         tags=["threads"],
     )
     def get(self, request: Request) -> Response:

@@ -68,6 +68,7 @@ class TurnView(JSONAPIView):
             401: ErrorSerializer,
             404: ErrorSerializer,
             413: ErrorSerializer,
+            429: ErrorSerializer,
             502: ErrorSerializer,
             503: ErrorSerializer,
         },

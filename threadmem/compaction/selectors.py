@@ -6,8 +6,8 @@ from django.db.models import BigIntegerField, Func, QuerySet, Sum, TextField
 from django.db.models.functions import Cast, Coalesce
 
 from threadmem import selectors
-from threadmem.compaction.summary import GenerationInput
-from threadmem.models import MODEL_VISIBLE, Compaction, Generation, Message, Thread
+from threadmem.compaction.sections import GenerationInput
+from threadmem.models import Compaction, Generation, Message, Thread
 
 
 class TextSize(Func):
@@ -41,7 +41,8 @@ def messages_visible_chars(*, thread: Thread, generation: int) -> int:
     """The model-visible text of a generation's messages, summed from the rows (for compaction's moves)."""
     size = TextSize("content") + TextSize(Cast("tool_calls", TextField()))
     total = (
-        Message.objects.filter(MODEL_VISIBLE, thread=thread, generation=generation)
+        Message.objects.visible()
+        .filter(thread=thread, generation=generation)
         .order_by()
         .aggregate(total=Coalesce(Sum(size), 0))["total"]
     )

@@ -49,6 +49,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from threadmem import llm
 from threadmem.compaction import selectors as compaction_selectors
+from threadmem.compaction.lease import claim_heartbeat, heartbeat_lease
 from threadmem.compaction.summary import Summary, summarize
 from threadmem.errors import Conflict, ServiceUnavailable
 from threadmem.models import Compaction, Generation, Message, Thread
@@ -91,7 +92,7 @@ def lease_duration() -> timedelta:
 run_enqueuer: Callable[[Compaction], None] | None = None
 
 
-def _enqueue(compaction: Compaction) -> None:
+def compaction_send(compaction: Compaction) -> None:
     """Send the compaction's task (on commit); when the broker cannot take it, release the request.
 
     A pending row whose task never reached the broker would hold the
@@ -112,7 +113,7 @@ def _enqueue(compaction: Compaction) -> None:
         ) from exc
 
 
-def _looks_abandoned(compaction: Compaction, now: datetime) -> bool:
+def looks_abandoned(compaction: Compaction, now: datetime) -> bool:
     """A live row nobody is working on: its task message was lost, or its holder died unseen.
 
     A running claim is trusted until its lease ends; a pending row until its
@@ -141,8 +142,8 @@ def compaction_request(
         number = locked.current_generation
         live = Compaction.objects.filter(thread=locked, generation=number, status__in=LIVE).first()
         if live is not None:
-            if enqueue and _looks_abandoned(live, now):
-                transaction.on_commit(partial(_enqueue, live))
+            if enqueue and looks_abandoned(live, now):
+                transaction.on_commit(partial(compaction_send, live))
             return live
         has_messages = (
             Message.objects.filter(thread=locked, generation=number).exclude(kind=Message.Kind.SUMMARY).exists()
@@ -162,7 +163,7 @@ def compaction_request(
             # A request that raced past the row lock (it cannot on PostgreSQL or SQLite; belt and braces).
             return Compaction.objects.get(thread=locked, generation=number, status__in=LIVE)
         if enqueue:
-            transaction.on_commit(partial(_enqueue, compaction))
+            transaction.on_commit(partial(compaction_send, compaction))
     return compaction
 
 
@@ -212,8 +213,13 @@ class Busy:
     retry_at: datetime | None
 
 
-def compaction_claim(*, compaction_id: int) -> Claim | Busy | None:
-    """Take the compaction for this attempt; None when there is nothing to do (gone, finished, lost the race)."""
+def compaction_claim(*, compaction_id: int, lease: timedelta | None = None) -> Claim | Busy | None:
+    """Take the compaction for this attempt; None when there is nothing to do (gone, finished, lost the race).
+
+    ``lease``: how long the claim is trusted; a heartbeat renews a short one
+    (compaction/recovery.py). Without it, the claim is trusted for the whole
+    hard time limit.
+    """
     now = timezone.now()
     row = Compaction.objects.filter(pk=compaction_id).first()
     if row is None or row.status not in LIVE:
@@ -237,7 +243,7 @@ def compaction_claim(*, compaction_id: int) -> Claim | Busy | None:
         claimed = Compaction.objects.filter(takeover, pk=compaction_id).update(
             status=Compaction.Status.RUNNING,
             claimed_by=token,
-            lease_expires_at=now + lease_duration(),
+            lease_expires_at=now + (lease or lease_duration()),
             started_at=Coalesce(F("started_at"), Value(now, output_field=DateTimeField())),
             attempts=F("attempts") + 1,
             cut_seq=cut_seq,
@@ -371,14 +377,17 @@ class Outcome:
     retry_at: datetime | None = None
 
 
-def compaction_run(*, compaction_id: int, final_attempt: bool = True) -> Outcome:
+def compaction_run(*, compaction_id: int, final_attempt: bool = True, heartbeat: bool = False) -> Outcome:
     """One attempt: claim, summarize with no transaction open, commit.
 
     A retryable model error gives the claim back and re-raises (the task
     retries it with backoff), unless this is the final attempt: then the
     compaction is marked failed with the reason. Any other error fails it.
+    ``heartbeat`` (workers): a short lease, renewed while the attempt works,
+    so a killed worker's claim runs out quickly (compaction/recovery.py).
     """
-    claim = compaction_claim(compaction_id=compaction_id)
+    lease = heartbeat_lease() if heartbeat else None
+    claim = compaction_claim(compaction_id=compaction_id, lease=lease)
     if claim is None:
         return Outcome("skipped", "nothing to do: gone, finished, or claimed by another attempt")
     if isinstance(claim, Busy):
@@ -386,7 +395,12 @@ def compaction_run(*, compaction_id: int, final_attempt: bool = True) -> Outcome
     try:
         thread = Thread.objects.get(pk=claim.thread_id)
         data = compaction_selectors.generation_input(thread=thread, generation=claim.generation, cut_seq=claim.cut_seq)
-        summary = summarize(data)
+        with (
+            claim_heartbeat(compaction_id=claim.compaction_id, token=claim.token, lease=lease)
+            if lease is not None
+            else contextlib.nullcontext()
+        ):
+            summary = summarize(data)
     except RETRYABLE_ERRORS as exc:
         if final_attempt:
             compaction_fail(claim=claim, reason=str(exc))

@@ -18,9 +18,7 @@ task retries like a transient failure and finally reports.
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,27 +27,22 @@ from django.conf import settings
 
 from threadmem import llm
 from threadmem.compaction import catalogue
-
-SECTION_TITLES = (
-    "Primary request and intent",
-    "Key technical concepts",
-    "Files and code sections",
-    "Errors and fixes",
-    "Problem solving",
-    "All user messages",
-    "Pending tasks",
-    "Current work",
-    "Optional next step",
-    "How to access the resources used",
+from threadmem.compaction.offline import offline_sections
+from threadmem.compaction.sections import (
+    MODEL_SECTIONS,
+    SECTION_TITLES,
+    GenerationInput,
+    call_text,
+    clip,
+    demote_headings,
+    heading,
+    one_line,
+    own_messages,
+    split_sections,
 )
-MODEL_SECTIONS = range(1, 10)
+
 # A model section longer than this is cut (the messages stay searchable).
 SECTION_MAX_CHARS = 8_000
-# Offline summarizer limits: one quoted message, and the user-message list.
-QUOTE_CHARS = 600
-USER_MESSAGES_MAX_CHARS = 8_000
-LISTED_ERRORS = 15
-LISTED_FILES = 30
 # Hierarchical summarization stops after this many rounds of notes-of-notes.
 MAX_NOTE_ROUNDS = 4
 CHUNK_MIN_CHARS = 1_000
@@ -78,231 +71,12 @@ NOTES_INSTRUCTIONS = (
 )
 
 
-def heading(number: int) -> str:
-    return f"## {number}. {SECTION_TITLES[number - 1]}"
-
-
-OUR_HEADING_RE = re.compile(r"^(## \d{1,2}\. )", re.MULTILINE)
-
-
-def demote_headings(body: str) -> str:
-    """Quoted text (a user message, a model's stray heading) must not read as one of our section headings."""
-    return OUR_HEADING_RE.sub(r"#\1", body)
-
-
-@dataclass(frozen=True)
-class GenerationInput:
-    """What one compaction summarizes: the generation's messages up to the cut."""
-
-    channel: str
-    title: str
-    generation: int
-    # Model-visible messages in seq order; a previous summary (kind=summary) may lead.
-    messages: list[Any]
-
-
 @dataclass(frozen=True)
 class Summary:
     content: str
     model: str
     input_chars: int
     model_calls: int
-
-
-# --- helpers ----------------------------------------------------------------
-
-
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _one_line(text: str, limit: int) -> str:
-    return _clip(" ".join(text.split()), limit)
-
-
-def split_sections(text: str) -> dict[int, str]:
-    """``{number: body}`` of a summary written with our headings (a stored summary, say)."""
-    sections: dict[int, str] = {}
-    current = None
-    lines: list[str] = []
-    for line in text.splitlines():
-        match = re.match(r"^## (\d{1,2})\. ", line)
-        if match and 1 <= int(match.group(1)) <= 10:
-            if current is not None:
-                sections[current] = "\n".join(lines).strip()
-            current, lines = int(match.group(1)), []
-        elif current is not None:
-            lines.append(line)
-    if current is not None:
-        sections[current] = "\n".join(lines).strip()
-    return sections
-
-
-def _own_messages(data: GenerationInput) -> tuple[Any | None, list[Any]]:
-    """The previous generation's summary (if it leads) and the rest."""
-    previous = None
-    rest = []
-    for message in data.messages:
-        if message.kind == "summary" and previous is None:
-            previous = message
-        else:
-            rest.append(message)
-    return previous, rest
-
-
-def _call_text(call: dict[str, Any]) -> str:
-    return f"{call.get('name', 'tool')} {json.dumps(call.get('arguments') or {}, ensure_ascii=False)}"
-
-
-# --- offline summarizer ----------------------------------------------------
-
-
-def offline_sections(data: GenerationInput) -> dict[int, str]:
-    """Sections 1-9 from the messages alone: first request, user messages, errors seen, last state."""
-    previous, messages = _own_messages(data)
-    previous_sections = split_sections(previous.content) if previous is not None else {}
-    users = [m for m in messages if m.role == "user" and m.kind == "message"]
-    assistants = [m for m in messages if m.role == "assistant"]
-    results = [m for m in messages if m.role == "tool"]
-    calls = [(m, call) for m in assistants for call in (m.tool_calls or [])]
-    results_by_call = {m.tool_call_id: m for m in results if m.tool_call_id}
-    errors = [m for m in results if catalogue.result_is_error(m.content)]
-    call_of = {call.get("id"): (m, call) for m, call in calls if call.get("id")}
-    resources = catalogue.collect_resources(messages)
-    # Positions, not seqs, order events: a fork's inherited messages carry its parent's seqs.
-    pos = {m.id: index for index, m in enumerate(messages)}
-    sections: dict[int, str] = {}
-
-    # 1 Primary request and intent
-    parts = []
-    if previous_sections.get(1):
-        parts.append("From earlier generations:\n" + _clip(previous_sections[1], 2_000))
-    if users:
-        first = users[0]
-        parts.append(f"First request in this generation (messageId={first.id}):\n{_clip(first.content, 1_500)}")
-    elif not parts:
-        parts.append("No user message in this generation.")
-    if data.title:
-        parts.append(f"Thread title: {data.title}")
-    sections[1] = "\n\n".join(parts)
-
-    # 2 Key technical concepts
-    tool_counts = Counter(call.get("name", "tool") for _, call in calls)
-    kind_counts = Counter(r.kind for r in resources)
-    lines = []
-    if tool_counts:
-        lines.append("Tools used: " + ", ".join(f"{name} ×{n}" for name, n in tool_counts.most_common()))
-    if kind_counts:
-        lines.append(
-            "Resources touched: "
-            + ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(kind_counts.items()))
-            + " (section 10)"
-        )
-    sessions = sorted({m.session_id for m in messages if m.session_id})
-    if sessions:
-        lines.append("Sessions: " + ", ".join(sessions[:10]) + (" …" if len(sessions) > 10 else ""))
-    sections[2] = "\n".join(lines) or "No tools were used in this generation."
-
-    # 3 Files and code sections
-    files = [r for r in resources if r.kind == "file"]
-    files.sort(key=lambda r: -len(r.accesses))
-    lines = [
-        f"- `{_one_line(r.name, 160)}`: {len(r.accesses)} access{'es' if len(r.accesses) != 1 else ''}, "
-        f"latest messageId={r.latest.message_id}"
-        for r in files[:LISTED_FILES]
-    ]
-    if len(files) > LISTED_FILES:
-        lines.append(f"- … {len(files) - LISTED_FILES} more in section 10")
-    sections[3] = "\n".join(lines) or "No files were touched through tools in this generation."
-
-    # 4 Errors and fixes
-    lines = []
-    for error in errors[:LISTED_ERRORS]:
-        origin = call_of.get(error.tool_call_id)
-        what = f" ({_one_line(_call_text(origin[1]), 160)})" if origin else ""
-        fixed = ""
-        if origin:
-            same = [
-                m
-                for m, call in calls
-                if pos[m.id] > pos[origin[0].id]
-                and _call_text(call) == _call_text(origin[1])
-                and (r := results_by_call.get(call.get("id"))) is not None
-                and not catalogue.result_is_error(r.content)
-            ]
-            if same:
-                fixed = f"; the same call succeeded later at messageId={same[0].id}"
-        lines.append(f"- messageId={error.id}{what}: {_one_line(error.content, 240)}{fixed}")
-    if len(errors) > LISTED_ERRORS:
-        lines.append(f"- … {len(errors) - LISTED_ERRORS} more errors")
-    sections[4] = "\n".join(lines) or "No tool errors were recorded in this generation."
-
-    # 5 Problem solving
-    if messages:
-        seqs = [m.seq for m in messages]
-        lines = [
-            f"{len(messages)} messages (seq {min(seqs)}–{max(seqs)}): {len(users)} from the user, "
-            f"{len(assistants)} from the assistant, {len(results)} tool results; {len(calls)} tool calls, "
-            f"{len(errors)} of them failed."
-        ]
-    else:
-        lines = ["No messages in this generation."]
-    conclusions = [m for m in assistants if m.content.strip()][-3:]
-    if conclusions:
-        lines.append("Latest assistant conclusions:")
-        lines += [f"- messageId={m.id}: {_one_line(m.content, 300)}" for m in conclusions]
-    sections[5] = "\n".join(lines)
-
-    # 6 All user messages
-    lines, size = [], 0
-    for index, message in enumerate(users):
-        line = f"- messageId={message.id}: {_one_line(message.content, QUOTE_CHARS)}"
-        if size + len(line) > USER_MESSAGES_MAX_CHARS:
-            channel = json.dumps(data.channel, ensure_ascii=False)
-            lines.append(
-                f"- … {len(users) - index} more user messages; search_memory(channel={channel}, query=…) finds them"
-            )
-            break
-        lines.append(line)
-        size += len(line) + 1
-    sections[6] = "\n".join(lines) or "No user messages in this generation."
-
-    # 7 Pending tasks, 8 Current work, 9 Optional next step
-    last_user = users[-1] if users else None
-    answered = last_user is not None and any(pos[m.id] > pos[last_user.id] and m.content.strip() for m in assistants)
-    if last_user is None:
-        sections[7] = "No user request in this generation."
-    elif answered:
-        sections[7] = (
-            f"No open request was recorded after the assistant's last answer; the latest user request was "
-            f"messageId={last_user.id}: {_one_line(last_user.content, 300)}"
-        )
-    else:
-        sections[7] = f"Unanswered user request (messageId={last_user.id}): {_one_line(last_user.content, QUOTE_CHARS)}"
-    lines = []
-    last_text = next((m for m in reversed(assistants) if m.content.strip()), None)
-    if last_text is not None:
-        lines.append(f"Last assistant message (messageId={last_text.id}): {_one_line(last_text.content, 1_000)}")
-    if calls:
-        message, call = calls[-1]
-        result = results_by_call.get(call.get("id"))
-        state = "no result yet"
-        if result is not None:
-            state = f"result messageId={result.id}, {'error' if catalogue.result_is_error(result.content) else 'ok'}"
-        lines.append(f"Last tool call (messageId={message.id}): {_one_line(_call_text(call), 300)} ({state})")
-    sections[8] = "\n".join(lines) or "Nothing recorded."
-    last_result = results[-1] if results else None
-    if last_result is not None and pos[last_result.id] > max((pos[m.id] for m in assistants), default=-1) and errors:
-        if errors[-1].id == last_result.id:
-            sections[9] = f"Resolve the error in messageId={last_result.id} before going on."
-        else:
-            sections[9] = f"Read the latest tool result (messageId={last_result.id}) and go on."
-    elif last_user is not None and not answered:
-        sections[9] = f"Answer the user's latest request (messageId={last_user.id})."
-    else:
-        sections[9] = "None recorded: wait for the user's next request."
-    return sections
 
 
 # --- the model --------------------------------------------------------------
@@ -326,7 +100,7 @@ def _render(message: Any) -> str:
     if body:
         lines.append(body)
     for call in message.tool_calls or []:
-        lines.append(f"→ tool call {call.get('id', '')}: {_call_text(call)}")
+        lines.append(f"→ tool call {call.get('id', '')}: {call_text(call)}")
     return "\n".join(lines)
 
 
@@ -427,7 +201,7 @@ def parse_model_sections(text: str) -> dict[int, str]:
             lines.append(line)
     if current:
         sections[current] = "\n".join(lines).strip()
-    return {n: _clip(body, SECTION_MAX_CHARS) for n, body in sections.items() if body}
+    return {n: clip(body, SECTION_MAX_CHARS) for n, body in sections.items() if body}
 
 
 def model_sections(data: GenerationInput, *, call: ModelCall = _call_model) -> tuple[dict[int, str], _Usage]:
@@ -437,7 +211,7 @@ def model_sections(data: GenerationInput, *, call: ModelCall = _call_model) -> t
     sections = parse_model_sections(answer)
     if not sections:
         raise llm.LLMBadResponse(
-            "chat completion: the summary has none of the nine section headings: " + _one_line(answer, 200)
+            "chat completion: the summary has none of the nine section headings: " + one_line(answer, 200)
         )
     return sections, usage
 
@@ -450,7 +224,7 @@ def summarize(data: GenerationInput, *, use_model: bool | None = None) -> Summar
     if use_model is None:
         use_model = llm.chat_configured()
     offline = offline_sections(data)
-    previous, own = _own_messages(data)
+    previous, own = own_messages(data)
     if use_model:
         sections, usage = model_sections(data)
         for number in MODEL_SECTIONS:

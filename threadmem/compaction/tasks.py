@@ -19,7 +19,7 @@ from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
-from threadmem.compaction import service
+from threadmem.compaction import recovery, resummarize, service
 from threadmem.models import Compaction
 
 
@@ -45,7 +45,11 @@ def retry_countdown(retries: int) -> float:
 def compaction_run_task(self, compaction_id: int) -> str:
     retries = self.request.retries or 0
     try:
-        outcome = service.compaction_run(compaction_id=compaction_id, final_attempt=retries >= self.max_retries)
+        outcome = service.compaction_run(
+            compaction_id=compaction_id,
+            final_attempt=retries >= self.max_retries,
+            heartbeat=not self.request.is_eager,
+        )
     except service.RETRYABLE_ERRORS as exc:
         # compaction_run gave the claim back; the next attempt claims it again.
         if self.request.is_eager:
@@ -58,6 +62,20 @@ def compaction_run_task(self, compaction_id: int) -> str:
     return f"{outcome.status}: {outcome.detail}"
 
 
+@shared_task(name="threadmem.compaction.resummarize", acks_late=True, reject_on_worker_lost=True)
+def resummarize_task(compaction_id: int) -> str:
+    """A re-summary after isolation (resummarize.py): fetch by id, call the service."""
+    message = resummarize.resummarize_run(compaction_id=compaction_id)
+    return f"summary messageId={message.id}" if message is not None else "nothing to do"
+
+
 def compaction_enqueue(compaction: Compaction) -> None:
     """Send ``compaction`` to a worker under its own task id (the service calls this on commit)."""
-    compaction_run_task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+    task = resummarize_task if compaction.trigger == resummarize.TRIGGER else compaction_run_task
+    task.apply_async(args=[compaction.id], task_id=compaction.task_id)
+
+
+@shared_task(name="threadmem.compaction.sweep", ignore_result=True)
+def compaction_sweep_task() -> int:
+    """Celery beat, every THREADMEM_COMPACTION_SWEEP_SECONDS: resend compactions nobody works on (recovery.py)."""
+    return recovery.compaction_sweep()

@@ -35,7 +35,7 @@ from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from threadmem.embeddings.service import VECTOR_INDEX_MAX_DIMENSIONS, index_expression
-from threadmem.fields import FLOAT32
+from threadmem.fields import FLOAT32, pgvector_in_use
 from threadmem.models import Chunk, Thread
 from threadmem.scope import SearchScope
 
@@ -89,7 +89,7 @@ def nearest(
     query = np.asarray(vector, dtype=FLOAT32)
     chunks = Chunk.objects.filter(model=model, dimensions=len(query)).filter(scope.q(prefix="message__"))
     limit = k * CANDIDATES_PER_RESULT
-    if connection.vendor == "postgresql":
+    if pgvector_in_use(connection):
         approximate = scope.is_global and not exact and not _small(scope)
         candidates = _rank_postgres(chunks, query, limit=limit, approximate=approximate)
     else:

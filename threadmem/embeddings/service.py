@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from threadmem import llm
 from threadmem.embeddings.chunks import message_pieces
+from threadmem.fields import pgvector_in_use
 from threadmem.models import Chunk, EmbeddingProgress, Message, Thread, ToolArgument
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def ensure_hnsw_index(dimensions: int) -> None:
     model), so the index is a partial expression index per dimension; the
     global retriever orders by the same expression.
     """
-    if connection.vendor != "postgresql" or dimensions in _indexed_dimensions:
+    if dimensions in _indexed_dimensions or not pgvector_in_use(connection):
         return
     expression = index_expression(dimensions)
     if expression is not None:

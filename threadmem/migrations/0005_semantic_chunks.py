@@ -1,8 +1,10 @@
 """Embedded chunks for the semantic part, and per-thread embedding progress.
 
-On PostgreSQL the vectors live in pgvector's ``vector`` type, so this
-migration enables the ``vector`` extension first. When the server does not
-have it, the migration stops with instructions instead of a bare SQL error.
+On PostgreSQL the vectors live in pgvector's ``vector`` type where the server
+offers the extension (and THREADMEM_PGVECTOR is not false), so this migration
+enables it first; on a stock server the column holds float32 bytes instead and
+the semantic part ranks exactly in NumPy (``threadmem.fields``;
+``manage.py check`` warns).
 HNSW indexes are per embedding dimension and are created when the first
 vectors of a dimension arrive (threadmem/embeddings/service.py).
 """
@@ -12,23 +14,10 @@ from django.db import migrations, models
 
 import threadmem.fields
 
-MISSING_PGVECTOR = (
-    "The PostgreSQL server has no 'vector' extension (pgvector), which threadmem's semantic search stores "
-    "its embeddings in. Install it on the database server, then migrate again: on Debian/Ubuntu "
-    "'apt-get install postgresql-<version>-pgvector' where the distribution has it, or build Debian's "
-    "pgvector source package with 'make pgvector' from the threadmem checkout (scripts/install-pgvector.sh). "
-    "A managed PostgreSQL usually offers it as 'vector' in its extension list."
-)
-
 
 def enable_pgvector(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-        if cursor.fetchone() is None:
-            raise RuntimeError(MISSING_PGVECTOR)
-    schema_editor.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    if threadmem.fields.pgvector_in_use(schema_editor.connection):
+        schema_editor.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
 
 class Migration(migrations.Migration):

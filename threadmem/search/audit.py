@@ -15,18 +15,17 @@ is still reachable: search_memory windows every argument leaf by its path.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
-from threadmem.errors import DomainError, InvalidInput
-from threadmem.models import SEARCHABLE, Message, ToolCall
+from threadmem.errors import InvalidInput
+from threadmem.models import Message, ToolCall
 from threadmem.search.bounded import TAIL_MARK, one_line
 from threadmem.search.literal.filters import searchable_sql
-from threadmem.search.log import tool_call_log, tool_call_refused
+from threadmem.search.log import logged_call
 from threadmem.selectors import message_get_for
 
 AUDIT_READ_MAX_CHARS = 12_000
@@ -44,6 +43,8 @@ class AuditRead:
     next_offset: int | None
     result_message_ids: list[int] = field(default_factory=list)  # an assistant's tool calls -> their results
     call_message_id: int | None = None  # a tool result -> the message holding its call
+    call_tool: str | None = None  # a tool result -> its call's tool name
+    calls: list[dict[str, Any]] = field(default_factory=list)  # an assistant's calls: id, tool, their results
 
 
 def _check_view(view: Any) -> str:
@@ -69,17 +70,17 @@ def _result_ids(message: Message, *, model_facing: bool) -> dict[str, list[int]]
         return {}
     results = Message.objects.filter(thread_id=message.thread_id, role=Message.Role.TOOL, tool_call_id__in=call_ids)
     if model_facing:
-        results = results.filter(SEARCHABLE)
+        results = results.searchable()
     by_call: dict[str, list[int]] = {}
     for result_id, call_id in results.order_by("seq").values_list("id", "tool_call_id"):
         by_call.setdefault(call_id, []).append(result_id)
     return by_call
 
 
-def _call_message_id(message: Message, *, model_facing: bool) -> int | None:
-    """The assistant message in the same thread whose tool calls include this result's call."""
+def _call_of(message: Message, *, model_facing: bool) -> tuple[int | None, str | None]:
+    """(id, tool name) of the assistant message in the same thread whose tool calls include this result's call."""
     if message.role != Message.Role.TOOL or not message.tool_call_id:
-        return None
+        return None, None
     if connection.vendor == "postgresql":
         holds_call = "m.tool_calls @> CAST(%s AS jsonb)"
         call_param: Any = json.dumps([{"id": message.tool_call_id}])
@@ -92,12 +93,20 @@ def _call_message_id(message: Message, *, model_facing: bool) -> int | None:
         condition = f" AND {searchable}"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT m.id FROM threadmem_message m WHERE m.thread_id = %s AND m.role = %s "
+            "SELECT m.id, m.tool_calls FROM threadmem_message m WHERE m.thread_id = %s AND m.role = %s "
             f"AND {holds_call}{condition} ORDER BY m.seq DESC LIMIT 1",
             [message.thread_id, Message.Role.ASSISTANT, call_param, *params],
         )
         row = cursor.fetchone()
-    return row[0] if row else None
+    if not row:
+        return None, None
+    call_message_id, calls = row
+    if isinstance(calls, str | bytes):
+        calls = json.loads(calls)
+    names = [
+        call.get("name") for call in calls or () if isinstance(call, dict) and call.get("id") == message.tool_call_id
+    ]
+    return call_message_id, (names[0] or None) if names else None
 
 
 def _tool_calls_block(message: Message, results: dict[str, list[int]]) -> str:
@@ -140,20 +149,18 @@ def message_context_read(
     model_facing: bool,
     surface: str = "api",
 ) -> AuditRead:
-    started = time.perf_counter()
     arguments = {"message_id": message_id, "view": view, "offset": offset}
-    thread_id = None
-    try:
+    with logged_call(tool=ToolCall.Tool.MESSAGE_CONTEXT_READ, user=user, surface=surface, arguments=arguments) as call:
         _check_view(view)
         offset = _check_offset(offset)
         message = message_get_for(user=user, message_id=message_id, model_facing=model_facing)
-        thread_id = message.thread_id
+        call.thread_id = message.thread_id
         if offset > len(message.content):
             raise InvalidInput(
                 f"offset {offset} is past the end of the content ({len(message.content)} characters)", field="offset"
             )
         results = _result_ids(message, model_facing=model_facing)
-        call_message_id = _call_message_id(message, model_facing=model_facing)
+        call_message_id, call_tool = _call_of(message, model_facing=model_facing)
         lines = [
             HEADER.format(id=message.id),
             f"channel: {one_line(message.thread.channel)} · sessionId: {one_line(message.session_id) or '-'} · "
@@ -167,31 +174,10 @@ def message_context_read(
             lines.append(block)
         if message.role == Message.Role.TOOL and message.tool_call_id:
             holder = f"messageId={call_message_id}" if call_message_id else "not stored in this thread"
-            lines.append(f"result of tool call: id={one_line(message.tool_call_id)} in {holder}")
+            tool = f" tool={one_line(call_tool)}" if call_tool else ""
+            lines.append(f"result of tool call: id={one_line(message.tool_call_id)}{tool} in {holder}")
         text, page, next_offset = _page(message, prefix="\n".join(lines), offset=offset)
-    except DomainError as err:
-        tool_call_refused(
-            tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
-            user=user,
-            surface=surface,
-            arguments=arguments,
-            thread_id=thread_id,
-            started=started,
-            error=err,
-        )
-        raise
-    tool_call_log(
-        tool=ToolCall.Tool.MESSAGE_CONTEXT_READ,
-        user=user,
-        surface=surface,
-        arguments=arguments,
-        thread_id=thread_id,
-        hits_total=1,
-        hits_shown=1,
-        chars_returned=len(text),
-        truncated=next_offset is not None,
-        latency_ms=(time.perf_counter() - started) * 1000,
-    )
+    call.log(hits_total=1, hits_shown=1, chars_returned=len(text), truncated=next_offset is not None)
     return AuditRead(
         message=message,
         content=page,
@@ -200,4 +186,14 @@ def message_context_read(
         next_offset=next_offset,
         result_message_ids=[result_id for ids in results.values() for result_id in ids],
         call_message_id=call_message_id,
+        call_tool=call_tool,
+        calls=[
+            {
+                "id": call.get("id") or "",
+                "tool": call.get("name") or "",
+                "result_message_ids": results.get(call.get("id") or "", []),
+            }
+            for call in message.tool_calls
+            if isinstance(call, dict)
+        ],
     )

@@ -22,17 +22,23 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
   global scope each term is counted up to ``SEARCH_COUNT_LIMIT``; past it the
   header and the line say ``more than``. When a global search had to fall
   back to the newest messages (see ``literal/plan.py``), the header says
-  ``at least`` and a last line says what was searched.
+  ``at least`` and a last line says what was searched;
+* a tool's hit names its tool and other half in its header (``link_suffix``,
+  SPEC §9), counted at its real length; when hits are left out the line
+  offers the cursor of the next page (``cursor.py``), reserved at its fixed
+  length.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from threadmem.lib.windows import Window, min_window_chars
 from threadmem.scope import GLOBAL_CHANNEL
+from threadmem.search.cursor import CursorPosition, cursor_chars, listing_key
 
 THREAD_SEARCH_MAX_CHARS = 12_000
 THREAD_LITERAL_MAX_CHARS = 8_000
@@ -79,6 +85,9 @@ HEAD_MARK = "…"
 TAIL_MARK = "…[truncated]"
 MORE_HITS = "{count} more hits not shown; narrow the query to continue."
 MORE_HITS_BOUNDED = "more than {count} more hits not shown; narrow the query to continue."
+_CURSOR_TAIL = 'narrow the query, or call again with cursor="{cursor}" for the next ones.'
+MORE_HITS_CURSOR = "{count} more hits not shown; " + _CURSOR_TAIL
+MORE_HITS_BOUNDED_CURSOR = "more than {count} more hits not shown; " + _CURSOR_TAIL
 COVERAGE_LINES = {
     Coverage.RECENT: (
         "The global search covered only the newest messages (about {recent_mb:g} MB of text) and the whole query "
@@ -116,6 +125,10 @@ class Candidate:
     def field_name(self) -> str:
         return "content" if self.arg_id == 0 else f"tool_args.{self.path}"
 
+    @property
+    def listing_key(self) -> tuple[int, int, int]:
+        return listing_key(self.term, self.message_id, self.arg_id)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -125,6 +138,9 @@ class Hit:
     role: str
     field: str
     window: str  # as the model reads it, markers included
+    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (links.py)
+    result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
+    call_message_id: int | None = None  # a hit in a tool result: the message holding its call
 
 
 @dataclass
@@ -135,6 +151,8 @@ class LiteralPart:
     bounded: bool = False  # total is a lower bound (global scope, SEARCH_COUNT_LIMIT reached)
     coverage: Coverage = Coverage.ALL
     matched_by: MatchedBy = MatchedBy.NONE
+    next_position: CursorPosition | None = None  # where the next page starts (cursor.py); None: nothing left
+    next_cursor: str | None = None  # the signed next_position, as the more-hits line shows it
 
     @property
     def stopped_early(self) -> bool:
@@ -143,6 +161,30 @@ class LiteralPart:
     @property
     def shown(self) -> int:
         return len(self.hits)
+
+
+# A header names at most this many result ids (JSON hits carry them all).
+RESULT_IDS_IN_HEADER = 5
+
+
+class HitLink(NamedTuple):
+    tool: str | None  # None: no call stored (a tool result) / not a tool hit
+    result_message_ids: tuple[int, ...] = ()
+    call_message_id: int | None = None
+
+
+def link_suffix(link: HitLink | None, *, arg_id: int) -> str:
+    """`` tool=<name> result=<ids>`` / `` tool=<name> call=<id>``; "" for a hit that is no tool's."""
+    if link is None:
+        return ""
+    tool = one_line(link.tool) if link.tool else "-"
+    if arg_id:
+        ids = link.result_message_ids
+        shown = ",".join(str(i) for i in ids[:RESULT_IDS_IN_HEADER])
+        if len(ids) > RESULT_IDS_IN_HEADER:
+            shown += ",…"
+        return f" tool={tool} result={shown or '-'}"
+    return f" tool={tool} call={link.call_message_id or '-'}"
 
 
 # A window the database cut for one (field, term): the term's first position
@@ -160,16 +202,19 @@ def one_line(text: str) -> str:
     return text.translate(_CONTROL_TO_SPACE)
 
 
-def hit_header(candidate: Candidate) -> str:
+def hit_header(candidate: Candidate, suffix: str = "") -> str:
+    """The hit's header line; ``suffix`` names its tool and other half (``links.link_suffix``)."""
     session = one_line(candidate.session_id) or "-"
     return (
         f"--- messageId={candidate.message_id} sessionId={session} generation={candidate.generation} "
-        f"role={candidate.role} field={one_line(candidate.field_name)}"
+        f"role={candidate.role} field={one_line(candidate.field_name)}{suffix}"
     )
 
 
-def more_hits_line(count: int, *, bounded: bool) -> str:
-    return (MORE_HITS_BOUNDED if bounded else MORE_HITS).format(count=count)
+def more_hits_line(count: int, *, bounded: bool, cursor: str | None = None) -> str:
+    if cursor is None:
+        return (MORE_HITS_BOUNDED if bounded else MORE_HITS).format(count=count)
+    return (MORE_HITS_BOUNDED_CURSOR if bounded else MORE_HITS_CURSOR).format(count=count, cursor=cursor)
 
 
 def coverage_line(coverage: Coverage) -> str:
@@ -183,9 +228,10 @@ def entries_budget(candidate_count: int, *, bounded: bool, coverage: Coverage = 
     """Characters left for the listed entries: the more-hits line always fits after them.
 
     The line is reserved for the largest count it could show (every candidate
-    unlisted), so listing never has to be undone.
+    unlisted) with a cursor (every cursor has the same length), so listing
+    never has to be undone.
     """
-    reserved = 1 + len(more_hits_line(candidate_count, bounded=bounded))
+    reserved = 1 + len(more_hits_line(candidate_count, bounded=bounded, cursor="c" * cursor_chars()))
     if coverage != Coverage.ALL:
         reserved += 1 + len(coverage_line(coverage))
     return THREAD_LITERAL_MAX_CHARS - reserved
@@ -237,15 +283,37 @@ def literal_part(
     bounded: bool = False,
     coverage: Coverage = Coverage.ALL,
     matched_by: MatchedBy = MatchedBy.NONE,
+    seeds: Iterable[Candidate] = (),
+    listed_before: int = 0,
+    links: Mapping[tuple[int, int], HitLink | None] | None = None,
+    sign: Callable[[CursorPosition], str] | None = None,
 ) -> LiteralPart:
-    """List and count the hits (see the module docstring for the rule)."""
+    """List and count the hits (see the module docstring for the rule).
+
+    A page after the first (cursor.py) gets the candidates from its cursor on,
+    ``listed_before`` hits listed by the earlier pages, and as ``seeds`` the
+    earlier candidates of the fields it may list: replayed in order, they give
+    back the windows the earlier pages listed on those fields, so a hit merged
+    there is neither listed again nor counted. ``links`` names each field's
+    tool and other half (``literal/links.py``); ``sign`` makes the cursor of
+    the next page when hits are left out.
+    """
     budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage)
+    links = links or {}
     listed: dict[tuple[int, int], list[Window]] = {}
+    for seed in seeds:
+        computed = windows.get((seed.field_key, seed.term))
+        if not computed:
+            continue
+        position, window = computed
+        if not any(w.covers(position, len(terms[seed.term])) for w in listed.get(seed.field_key, ())):
+            listed.setdefault(seed.field_key, []).append(window)
     entries: list[str] = []
     hits: list[Hit] = []
     used = 0
     total = 0
     listing = True
+    first_left_out: Candidate | None = None
     for candidate in candidates:
         key = candidate.field_key
         computed = windows.get((key, candidate.term), ...)
@@ -260,12 +328,15 @@ def literal_part(
             continue
         if computed is ...:
             listing = False  # past the walk of fields_to_window: cannot fit
+            first_left_out = candidate
             continue
         shown = window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)
-        entry = f"{hit_header(candidate)}\n{shown}"
+        link = links.get(key)
+        entry = f"{hit_header(candidate, link_suffix(link, arg_id=candidate.arg_id))}\n{shown}"
         cost = len(entry) + (1 if entries else 0)
         if used + cost > budget:
             listing = False
+            first_left_out = candidate
             continue
         used += cost
         entries.append(entry)
@@ -278,16 +349,35 @@ def literal_part(
                 role=candidate.role,
                 field=candidate.field_name,
                 window=shown,
+                tool=link.tool if link else None,
+                result_message_ids=link.result_message_ids if link else (),
+                call_message_id=link.call_message_id if link else None,
             )
         )
     lines = entries
     hidden = total - len(hits)
+    next_position = None
+    if first_left_out is not None:
+        next_position = CursorPosition(
+            term=first_left_out.term,
+            message_id=first_left_out.message_id,
+            arg_id=first_left_out.arg_id,
+            listed_before=listed_before + len(hits),
+        )
+    cursor = sign(next_position) if sign is not None and next_position is not None else None
     if hidden > 0 or (bounded and total):
-        lines = [*lines, more_hits_line(hidden, bounded=bounded)]
+        lines = [*lines, more_hits_line(hidden, bounded=bounded, cursor=cursor)]
     if coverage != Coverage.ALL:
         lines = [*lines, coverage_line(coverage)]
     return LiteralPart(
-        text="\n".join(lines), hits=hits, total=total, bounded=bounded, coverage=coverage, matched_by=matched_by
+        text="\n".join(lines),
+        hits=hits,
+        total=listed_before + total,
+        bounded=bounded,
+        coverage=coverage,
+        matched_by=matched_by,
+        next_position=next_position,
+        next_cursor=cursor,
     )
 
 

@@ -8,6 +8,9 @@ worked.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -101,24 +104,53 @@ def _insert_async_commit(row: ToolCall) -> None:
     row._state.db = connection.alias
 
 
-def tool_call_refused(
-    *,
-    tool: str,
-    user: AbstractBaseUser | None,
-    surface: str,
-    arguments: dict[str, Any],
-    thread_id: int | None,
-    started: float,
-    error: DomainError,
-) -> ToolCall:
-    """Log a call answered with an error: the error text is what came back."""
-    return tool_call_log(
-        tool=tool,
-        user=user,
-        surface=surface,
-        arguments=arguments,
-        thread_id=thread_id,
-        chars_returned=len(error.message),
-        latency_ms=(time.perf_counter() - started) * 1000,
-        status_code=error.status_code,
-    )
+@dataclass
+class LoggedCall:
+    """One memory-tool call being answered: ``logged_call`` times it, ``log`` writes its row."""
+
+    tool: str
+    user: AbstractBaseUser | None
+    surface: str
+    arguments: dict[str, Any]
+    thread_id: int | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def log(
+        self,
+        *,
+        chars_returned: int,
+        hits_total: int = 0,
+        hits_shown: int = 0,
+        truncated: bool = False,
+        status_code: int = 200,
+    ) -> ToolCall:
+        return tool_call_log(
+            tool=self.tool,
+            user=self.user,
+            surface=self.surface,
+            arguments=self.arguments,
+            thread_id=self.thread_id,
+            hits_total=hits_total,
+            hits_shown=hits_shown,
+            chars_returned=chars_returned,
+            truncated=truncated,
+            latency_ms=(time.perf_counter() - self.started) * 1000,
+            status_code=status_code,
+        )
+
+
+@contextmanager
+def logged_call(
+    *, tool: str, user: AbstractBaseUser | None, surface: str, arguments: dict[str, Any]
+) -> Iterator[LoggedCall]:
+    """Time one tool call; a DomainError raised inside is logged as a refusal (the error text is what came back).
+
+    The body sets ``call.thread_id`` once it knows the thread and ends with
+    ``call.log(...)`` of what it answers.
+    """
+    call = LoggedCall(tool=tool, user=user, surface=surface, arguments=arguments)
+    try:
+        yield call
+    except DomainError as error:
+        call.log(chars_returned=len(error.message), status_code=error.status_code)
+        raise

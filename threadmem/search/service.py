@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from threadmem.errors import DomainError, InvalidInput
+from threadmem.errors import InvalidInput
 from threadmem.lib.storable import text_problem
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import semantic
 from threadmem.search.bounded import QUERY_MAX_CHARS, Coverage, Hit, MatchedBy, header_lines, merge
+from threadmem.search.cursor import cursor_read, cursor_sign
 from threadmem.search.literal import literal_search
-from threadmem.search.log import tool_call_log, tool_call_refused
+from threadmem.search.log import logged_call
 
 CHANNEL_MAX_CHARS = 255
 
@@ -32,6 +32,7 @@ class SearchResult:
     stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
     coverage: Coverage = Coverage.ALL  # the global scope may cover less (bounded.Coverage)
     matched_by: MatchedBy = MatchedBy.NONE  # the literal part's match statement
+    next_cursor: str | None = None  # the cursor of the next page (cursor.py); None when nothing is left
 
 
 def _check_query(query: Any) -> str:
@@ -83,20 +84,33 @@ def _terms(query: str, *, global_scope: bool) -> list[str]:
 
 
 def search_memory(
-    *, user: AbstractBaseUser, query: str, channel: str | None = None, surface: str = "api"
+    *,
+    user: AbstractBaseUser,
+    query: str,
+    channel: str | None = None,
+    cursor: str | None = None,
+    surface: str = "api",
 ) -> SearchResult:
-    """The bounded pull interface (SPEC §2). Logs one ToolCall row, refused calls included."""
-    started = time.perf_counter()
+    """The bounded pull interface (SPEC §2, §9). Logs one ToolCall row, refused calls included.
+
+    ``cursor``: the ``next_cursor`` of an earlier answer to the same caller, query and channel; the answer
+    then lists the hits after the ones that answer listed.
+    """
     arguments = {"query": query, "channel": channel}
-    thread_id = None
-    try:
+    if cursor is not None:
+        arguments["cursor"] = cursor
+    with logged_call(tool=ToolCall.Tool.SEARCH_MEMORY, user=user, surface=surface, arguments=arguments) as call:
         query = _check_query(query)
         channel = _check_channel(channel)
         scope = resolve_scope(user=user, channel=channel)
-        thread_id = scope.thread_id
+        call.thread_id = scope.thread_id
         terms = _terms(query, global_scope=scope.is_global)
+        bound = {"user_id": user.pk, "channel": scope.channel, "query": query}
+        start = cursor_read(cursor, **bound) if cursor is not None else None
         semantic_text = semantic.start(scope=scope, query=query, terms=terms)
-        literal = literal_search(scope=scope, terms=terms)
+        literal = literal_search(
+            scope=scope, terms=terms, start=start, sign=lambda position: cursor_sign(position, **bound)
+        )
         header = header_lines(
             channel=scope.channel,
             query=query,
@@ -106,17 +120,6 @@ def search_memory(
             stopped_early=literal.stopped_early,
         )
         text, truncated = merge(header=header, literal=literal.text, semantic=semantic_text())
-    except DomainError as err:
-        tool_call_refused(
-            tool=ToolCall.Tool.SEARCH_MEMORY,
-            user=user,
-            surface=surface,
-            arguments=arguments,
-            thread_id=thread_id,
-            started=started,
-            error=err,
-        )
-        raise
     result = SearchResult(
         text=text,
         literal_hits_total=literal.total,
@@ -127,17 +130,12 @@ def search_memory(
         stopped_early=literal.stopped_early,
         coverage=literal.coverage,
         matched_by=literal.matched_by,
+        next_cursor=literal.next_cursor,
     )
-    tool_call_log(
-        tool=ToolCall.Tool.SEARCH_MEMORY,
-        user=user,
-        surface=surface,
-        arguments=arguments,
-        thread_id=thread_id,
+    call.log(
         hits_total=result.literal_hits_total,
         hits_shown=result.literal_hits_shown,
         chars_returned=len(text),
         truncated=truncated,
-        latency_ms=(time.perf_counter() - started) * 1000,
     )
     return result

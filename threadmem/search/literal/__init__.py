@@ -20,17 +20,19 @@ Measurements and history: docs/search.md.
 
 from __future__ import annotations
 
-from threadmem.lib.windows import Window
+from collections.abc import Callable
+
+from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     SEARCH_COUNT_LIMIT,
     Candidate,
     Coverage,
     LiteralPart,
-    WindowKey,
     entries_budget,
     literal_part,
 )
+from threadmem.search.cursor import CursorPosition
 from threadmem.search.literal import dialects
 from threadmem.search.literal.dialects import (
     Dialect,
@@ -41,8 +43,9 @@ from threadmem.search.literal.dialects import (
     trigram_pattern,
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
+from threadmem.search.literal.links import Link, hit_link
 from threadmem.search.literal.plan import MatchPlan, choose_plan, run_plan
-from threadmem.search.literal.windows import cut_windows, window_at
+from threadmem.search.literal.windows import Cut, cut_windows, window_at
 
 __all__ = [
     "Dialect",
@@ -58,24 +61,37 @@ __all__ = [
 ]
 
 
-def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
+def literal_search(
+    *,
+    scope: SearchScope,
+    terms: list[str],
+    start: CursorPosition | None = None,
+    sign: Callable[[CursorPosition], str] | None = None,
+) -> LiteralPart:
     """Run the literal part for ``terms`` in ``scope``: the plan's match statement(s), then at most one windows
     statement (none when nothing matches, or when the match cut every window the listing needs).
+
+    ``start``: a later page (``cursor.py``) lists the candidates from its key on, the same statements running;
+    ``sign`` makes the cursor of the page after this one.
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
     dialect = dialects.dialect()
     dialect.prepare()
-    rows, coverage, matched_by = run_plan(choose_plan(scope, dialect), scope, terms, dialect)
+    key = start.key if start is not None else None
+    rows, coverage, matched_by = run_plan(choose_plan(scope, dialect), scope, terms, dialect, start=key)
     if coverage == Coverage.NONE:
         return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
     candidates = [row.candidate() for row in rows]
     # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
-    cut: dict[WindowKey, tuple[int, Window] | None] = {
-        ((row.message_id, row.arg_id), row.term): window_at(row.position, row.piece)
-        for row in rows
-        if row.position is not None
-    }
+    cut = Cut(
+        {
+            ((row.message_id, row.arg_id), row.term): window_at(row.position, row.piece)
+            for row in rows
+            if row.position is not None
+        },
+        {(row.message_id, row.arg_id): Link(row.link_tool, row.link_ids) for row in rows if row.position},
+    )
     bounded = False
     if scope.is_global:
         kept: list[Candidate] = []
@@ -88,16 +104,41 @@ def literal_search(*, scope: SearchScope, terms: list[str]) -> LiteralPart:
             per_term[candidate.term] = count + 1
             kept.append(candidate)
         candidates = kept
+    seeds: list[Candidate] = []
+    if key is not None:
+        page = [candidate for candidate in candidates if candidate.listing_key >= key]
+        fields = {candidate.field_key for candidate in page}
+        seeds = [c for c in candidates if c.listing_key < key and c.field_key in fields]
+        candidates = page
+    listed_before = start.listed_before if start is not None else 0
     if not candidates:
-        return literal_part([], terms, {}, candidate_count=0, bounded=bounded, coverage=coverage, matched_by=matched_by)
+        return literal_part(
+            [],
+            terms,
+            {},
+            candidate_count=0,
+            bounded=bounded,
+            coverage=coverage,
+            matched_by=matched_by,
+            listed_before=listed_before,
+        )
     budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage)
-    windows = cut_windows(candidates, terms, budget=budget, dialect=dialect, cut=cut)
+    windows = cut_windows(candidates, terms, budget=budget, dialect=dialect, scope=scope, cut=cut, seeds=seeds)
+    links = {
+        key: hit_link(windows.links.get(key), arg_id=candidate.arg_id, role=candidate.role)
+        for candidate in candidates
+        if (key := candidate.field_key) in windows.links or candidate.arg_id or candidate.role == Message.Role.TOOL
+    }
     return literal_part(
         candidates,
         terms,
-        windows,
+        windows.windows,
         candidate_count=len(candidates),
         bounded=bounded,
         coverage=coverage,
         matched_by=matched_by,
+        seeds=seeds,
+        listed_before=listed_before,
+        links=links,
+        sign=sign,
     )

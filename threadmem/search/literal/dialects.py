@@ -99,6 +99,10 @@ class Dialect:
         """``column`` is one of the values ``subquery`` selects."""
         return f"{column} IN ({subquery})"
 
+    def id_list(self, column: str) -> str:
+        """The aggregate of integer ``column`` as comma-separated text (any order; NULL over no rows)."""
+        return f"group_concat({column}, ',')"
+
     def prepare(self) -> None:
         """Make the connection ready for the statements below."""
 
@@ -192,6 +196,9 @@ class PostgresDialect(Dialect):
         # would become a hashed subplan, which reads a common word's rows by
         # id order: docs/search.md).
         return f"{column} = ANY(ARRAY({subquery}))"
+
+    def id_list(self, column: str) -> str:
+        return f"string_agg(CAST({column} AS text), ',')"
 
 
 def ifind(field: str | None, folded_term: str | None) -> int:

@@ -1,6 +1,6 @@
 """The filters every literal statement shares: which messages search may show, and the scope's threads.
 
-``searchable_sql`` is ``models.SEARCHABLE`` (``Message.searchable``) as SQL and
+``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL and
 ``scope_sql`` is ``SearchScope.q`` as SQL; tests/test_search_filters.py holds
 every search path to the same rows as those definitions.
 """
@@ -15,7 +15,7 @@ from threadmem.search.literal.dialects import Dialect
 
 
 def searchable_sql(alias: str) -> tuple[str, list[Any]]:
-    """``models.SEARCHABLE`` as SQL on message alias ``alias`` (tests pin the two together)."""
+    """``Message.objects.searchable()`` as SQL on message alias ``alias`` (tests pin the two together)."""
     return (
         f"{alias}.kind = %s AND {alias}.model_visible = %s AND {alias}.isolated = %s "
         f"AND {alias}.superseded_by_id IS NULL",

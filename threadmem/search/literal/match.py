@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from django.conf import settings
 from django.db import connection
 
+from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     GLOBAL_RECENT_BYTES,
@@ -28,6 +29,7 @@ from threadmem.search.bounded import (
 )
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
+from threadmem.search.literal.links import link_sql
 
 
 class MatchRow(NamedTuple):
@@ -43,6 +45,8 @@ class MatchRow(NamedTuple):
     role: str
     position: int | None  # the term's first position (0: no longer matches); None: left to the windows statement
     piece: str | None  # the window's characters when position > 0
+    link_tool: str | None  # with a window: the field's tool and other half (links.py)
+    link_ids: str | None
 
     def candidate(self) -> Candidate:
         return Candidate(
@@ -134,7 +138,12 @@ def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> dic
 
 
 def index_match_sql(
-    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, spelled: Mapping[int, str] | None = None
+    scope: SearchScope,
+    terms: Sequence[str],
+    dialect: Dialect,
+    *,
+    spelled: Mapping[int, str] | None = None,
+    start: tuple[int, int, int] | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope through the trigram indexes (``Dialect.matches``).
 
@@ -146,12 +155,14 @@ def index_match_sql(
     def indexed(column: str, term: str) -> tuple[str, Any]:
         return dialect.matches(column, term, narrow=narrow)
 
-    return _match_sql(scope, terms, dialect, indexed, spelled=spelled)
+    return _match_sql(scope, terms, dialect, indexed, spelled=spelled, start=start)
 
 
-def scan_match_sql(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> tuple[str, list[Any]]:
+def scan_match_sql(
+    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
+) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
-    return _match_sql(scope, terms, dialect, dialect.scan_matches, spelled=None)
+    return _match_sql(scope, terms, dialect, dialect.scan_matches, spelled=None, start=start)
 
 
 def _match_sql(
@@ -161,6 +172,7 @@ def _match_sql(
     condition: Callable[[str, str], tuple[str, Any]],
     *,
     spelled: Mapping[int, str] | None,
+    start: tuple[int, int, int] | None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
 
@@ -203,7 +215,7 @@ def _match_sql(
             branch_params.append(limit)
         branches.append(f"SELECT * FROM ({branch}) a{index}")
         params += branch_params
-    return with_small_windows(" UNION ALL ".join(branches), params, terms, dialect)
+    return with_small_windows(" UNION ALL ".join(branches), params, terms, dialect, scope=scope, start=start)
 
 
 # A field this small (Dialect.min_chars) gets its window with the match
@@ -217,7 +229,13 @@ _HEADER_CHARS_AT_LEAST = len(
 
 
 def with_small_windows(
-    matches: str, params: list[Any], terms: Sequence[str], dialect: Dialect
+    matches: str,
+    params: list[Any],
+    terms: Sequence[str],
+    dialect: Dialect,
+    *,
+    scope: SearchScope,
+    start: tuple[int, int, int] | None = None,
 ) -> tuple[str, list[Any]]:
     """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
 
@@ -233,6 +251,10 @@ def with_small_windows(
     windows statement does not run: one statement less.
     A large field is left to that statement, which cuts in listing order and
     stops at the cap, instead of being read here on the chance of a listing.
+
+    ``start``: a later page's cursor (``cursor.listing_key``): only rows from
+    it on get windows, counted from it. Each row with a window also gets its
+    tool and other half (``links.link_sql``).
     """
     # min_window_chars, in SQL.
     least_window = dialect.least(
@@ -243,6 +265,16 @@ def with_small_windows(
     terms_params: list[Any] = []
     for index, term in enumerate(terms):
         terms_params += [index, dialect.pattern(term), dialect.needle(term), len(term)]
+    after, after_params = "1 = 1", []
+    if start is not None:
+        term, negative_message_id, arg_id = start
+        after = "(u.term > %s OR (u.term = %s AND (u.message_id < %s OR (u.message_id = %s AND u.arg_id >= %s))))"
+        message_id = -negative_message_id
+        after_params = [term, term, message_id, message_id, arg_id]
+    # Only the rows that get a window and may be a tool's: a user's message costs no lookup.
+    links, links_params = link_sql(scope, dialect, message_id="w.message_id", arg_id="w.arg_id").when(
+        f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')"
+    )
     body = (
         "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
         "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
@@ -250,24 +282,35 @@ def with_small_windows(
     statement = (
         f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
         "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
-        f"CASE WHEN w.pos > 0 THEN {dialect.window('w.body', 'w.pos', 'w.needle')} END "
+        f"CASE WHEN w.pos > 0 THEN {dialect.window('w.body', 'w.pos', 'w.needle')} END, "
+        f"{links} "
         "FROM ("
         "SELECT v.*, "
         f"CASE WHEN v.body IS NOT NULL THEN {dialect.position('v.body', 'v.pattern', 'v.needle')} END AS pos "
         "FROM ("
-        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s THEN {body} || '' END AS body "
+        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s AND s.after = 1 THEN {body} || '' END AS body "
         "FROM ("
         "SELECT u.*, t.pattern, t.needle, "
-        f"sum({cost}) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, u.arg_id "
-        f"ROWS UNBOUNDED PRECEDING) - {cost} AS before "
+        f"sum(CASE WHEN {after} THEN {cost} ELSE 0 END) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, "
+        f"u.arg_id ROWS UNBOUNDED PRECEDING) - CASE WHEN {after} THEN {cost} ELSE 0 END AS before, "
+        f"CASE WHEN {after} THEN 1 ELSE 0 END AS after "
         f"FROM ({matches}) u JOIN t ON t.term = u.term"
         f") s {dialect.fence}) v {dialect.fence}) w "
         "ORDER BY w.term, w.message_id DESC, w.arg_id"
     )
-    return statement, [*terms_params, SMALL_FIELD_CHARS, THREAD_LITERAL_MAX_CHARS, *params]
+    return statement, [
+        *terms_params,
+        *links_params,
+        SMALL_FIELD_CHARS,
+        THREAD_LITERAL_MAX_CHARS,
+        *after_params * 3,
+        *params,
+    ]
 
 
-def recent_match_sql(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> tuple[str, list[Any]]:
+def recent_match_sql(
+    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
+) -> tuple[str, list[Any]]:
     """The fallback of a global search the index cannot narrow in time: the newest messages only.
 
     The whole query (not each word: the words are what made it too broad) in
@@ -309,4 +352,4 @@ def recent_match_sql(scope: SearchScope, terms: Sequence[str], dialect: Dialect)
         pattern,
         limit,
     ]
-    return with_small_windows(statement, params, terms[:1], dialect)
+    return with_small_windows(statement, params, terms[:1], dialect, scope=scope, start=start)

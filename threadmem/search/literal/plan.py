@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import NamedTuple, assert_never
 
-from django.conf import settings
-
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import Coverage, MatchedBy
 from threadmem.search.literal.budget import index_budget_ms, recent_budget_ms, thread_index_budget_ms, within_budget
@@ -27,11 +25,12 @@ from threadmem.search.literal.match import (
     scan_match_sql,
     spellings,
 )
+from threadmem.search.tuning import SearchPath, SearchTuning
 
 
 class MatchPlan(StrEnum):
     # Read the scope's rows to the end: SQLite (no index serves its registered
-    # function), and on PostgreSQL a thread of at most thread_scan_bytes().
+    # function), and on PostgreSQL a thread of at most thread_scan_bytes.
     SCAN = "scan"
     # PostgreSQL without threadmem_search, a larger thread: one statement
     # learns how the thread spells the terms (``spellings``), then the trigram
@@ -45,10 +44,6 @@ class MatchPlan(StrEnum):
     INDEX_THEN_RECENT = "index-then-recent"
 
 
-def thread_scan_bytes() -> int:
-    return settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
-
-
 def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     """The one place that decides how a search matches.
 
@@ -60,12 +55,16 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     the store costs the index more than the thread; without it the thread's
     spelling of the terms is learnt first. The global scope has no end to
     scan, so it gets time budgets instead (docs/search.md has the figures).
+    THREADMEM_SEARCH_PATH=scan or index forces a thread's choice either way.
     """
     if dialect.vendor != "postgresql":
         return MatchPlan.SCAN
     if scope.is_global:
         return MatchPlan.INDEX_THEN_RECENT
-    if scope.visible_bytes <= thread_scan_bytes():
+    tuning = SearchTuning.from_settings()
+    if tuning.path == SearchPath.SCAN or (
+        tuning.path == SearchPath.AUTO and scope.visible_bytes <= tuning.thread_scan_bytes
+    ):
         return MatchPlan.SCAN
     if dialect.has_extension:
         return MatchPlan.INDEX_THEN_SCAN
@@ -78,30 +77,40 @@ class Matches(NamedTuple):
     matched_by: MatchedBy
 
 
-def run_plan(plan: MatchPlan, scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> Matches:
-    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three."""
+def run_plan(
+    plan: MatchPlan,
+    scope: SearchScope,
+    terms: Sequence[str],
+    dialect: Dialect,
+    *,
+    start: tuple[int, int, int] | None = None,
+) -> Matches:
+    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
+
+    ``start``: a later page's cursor key (``with_small_windows``).
+    """
     match plan:
         case MatchPlan.SCAN:
-            rows = fetch_matches(*scan_match_sql(scope, terms, dialect))
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.SPELLED_INDEX:
             spelled = spellings(scope, terms, dialect)
-            rows = fetch_matches(*index_match_sql(scope, terms, dialect, spelled=spelled))
+            rows = fetch_matches(*index_match_sql(scope, terms, dialect, spelled=spelled, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SPELLED if spelled else MatchedBy.INDEX)
         case MatchPlan.INDEX_THEN_SCAN:
-            statement, params = index_match_sql(scope, terms, dialect)
+            statement, params = index_match_sql(scope, terms, dialect, start=start)
             budgeted = within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes))
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
             # The index could not narrow the terms in time: read the thread.
-            rows = fetch_matches(*scan_match_sql(scope, terms, dialect))
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.INDEX_THEN_RECENT:
-            statement, params = index_match_sql(scope, terms, dialect)
+            statement, params = index_match_sql(scope, terms, dialect, start=start)
             budgeted = within_budget(statement, params, index_budget_ms())
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
-            statement, params = recent_match_sql(scope, terms, dialect)
+            statement, params = recent_match_sql(scope, terms, dialect, start=start)
             budgeted = within_budget(statement, params, recent_budget_ms())
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.RECENT, MatchedBy.RECENT)

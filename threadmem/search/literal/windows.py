@@ -8,12 +8,13 @@ listing needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from django.db import connection
 
 from threadmem.lib.windows import Window, window_from_slice
+from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     TAIL_MARK,
     WINDOW_CHARS,
@@ -25,6 +26,7 @@ from threadmem.search.bounded import (
 )
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
+from threadmem.search.literal.links import Link, link_sql
 
 
 class WindowRow(NamedTuple):
@@ -33,6 +35,8 @@ class WindowRow(NamedTuple):
     ordinal: int  # the pair's place in the listing order
     position: int | None  # the term's first position in the field; 0 or None: it no longer matches
     piece: str | None  # the window's characters
+    link_tool: str | None  # the field's tool and other half (links.py)
+    link_ids: str | None
 
 
 def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect) -> tuple[str, list]:
@@ -51,6 +55,7 @@ def window_sql_walk(
     *,
     budget: int,
     dialect: Dialect,
+    scope: SearchScope,
 ) -> tuple[str, list[Any]]:
     """PostgreSQL: cut windows in listing order and stop once the listed entries fill the budget.
 
@@ -71,6 +76,7 @@ def window_sql_walk(
         )
         params += [ordinal, message_id, arg_id, dialect.pattern(terms[term]), dialect.needle(terms[term]), cost]
     searchable, searchable_params = searchable_sql("m")
+    links, links_params = link_sql(scope, dialect, message_id="p.message_id", arg_id="p.arg_id").when("w.pos > 0")
     lead, width, tail = WINDOW_LEAD, WINDOW_CHARS, len(TAIL_MARK)
     statement = (
         f"WITH RECURSIVE p(ord, message_id, arg_id, pattern, needle, hdr) AS (VALUES {', '.join(rows)}), "
@@ -90,30 +96,32 @@ def window_sql_walk(
         ") b OFFSET 0) y OFFSET 0) x "
         "WHERE w.used <= %s"
         ") "
-        "SELECT ord, pos, piece FROM w WHERE ord >= 0"
+        f"SELECT w.ord, w.pos, w.piece, {links} FROM w JOIN p ON p.ord = w.ord"
     )
-    return statement, [*params, *searchable_params, *searchable_params, budget]
+    return statement, [*params, *searchable_params, *searchable_params, budget, *links_params]
 
 
 def window_sql_all(
-    pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect
+    pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect, *, scope: SearchScope
 ) -> tuple[str, list[Any]]:
     """SQLite: cut the windows of every pair (a file database on a laptop; no walk needed)."""
     values, params = _pairs_values(pairs, terms, dialect)
     searchable, searchable_params = searchable_sql("m")
+    links, links_params = link_sql(scope, dialect, message_id="s.message_id", arg_id="s.arg_id").when("s.pos > 0")
     statement = (
         f"WITH p(ord, message_id, arg_id, pattern, needle) AS (VALUES {values}), "
         "s AS MATERIALIZED ("
-        f"SELECT p.ord AS ord, m.content AS body, {dialect.position('m.content', 'p.pattern', 'p.needle')} AS pos "
+        "SELECT p.ord AS ord, p.message_id AS message_id, p.arg_id AS arg_id, m.content AS body, "
+        f"{dialect.position('m.content', 'p.pattern', 'p.needle')} AS pos "
         f"FROM p JOIN threadmem_message m ON m.id = p.message_id WHERE p.arg_id = 0 AND {searchable} "
         "UNION ALL "
-        f"SELECT p.ord, a.value, {dialect.position('a.value', 'p.pattern', 'p.needle')} "
+        f"SELECT p.ord, p.message_id, p.arg_id, a.value, {dialect.position('a.value', 'p.pattern', 'p.needle')} "
         "FROM p JOIN threadmem_toolargument a ON a.id = p.arg_id JOIN threadmem_message m ON m.id = a.message_id "
         f"WHERE p.arg_id <> 0 AND {searchable}"
         ") "
-        f"SELECT s.ord, s.pos, {dialect.window('s.body', 's.pos', 'NULL')} FROM s"
+        f"SELECT s.ord, s.pos, {dialect.window('s.body', 's.pos', 'NULL')}, {links} FROM s"
     )
-    return statement, [*params, *searchable_params, *searchable_params]
+    return statement, [*params, *searchable_params, *searchable_params, *links_params]
 
 
 def window_at(position: int | None, piece: str | None) -> tuple[int, Window] | None:
@@ -123,46 +131,63 @@ def window_at(position: int | None, piece: str | None) -> tuple[int, Window] | N
     return position, window_from_slice(position=position, piece=piece, width=WINDOW_CHARS, lead=WINDOW_LEAD)
 
 
+class Cut(NamedTuple):
+    """What the windows statement (or the match statement before it) cut."""
+
+    windows: dict[WindowKey, tuple[int, Window] | None]  # (field, term) -> (position, Window); None: no match
+    links: dict[tuple[int, int], Link]  # field -> its tool and other half, for the fields with a window
+
+
 def cut_windows(
     candidates: Sequence[Candidate],
     terms: Sequence[str],
     *,
     budget: int,
     dialect: Dialect,
-    cut: Mapping[WindowKey, tuple[int, Window] | None],
-) -> dict[WindowKey, tuple[int, Window] | None]:
-    """(field, term) -> (position, Window), or None when the field no longer matches.
+    scope: SearchScope,
+    cut: Cut,
+    seeds: Sequence[Candidate] = (),
+) -> Cut:
+    """(field, term) -> (position, Window), or None when the field no longer matches; and each field's link.
 
     Pairs the walk did not reach are absent: they cannot be listed. ``cut``
-    holds the windows the match statement cut already (``match.with_small_windows``):
-    when it has every pair, no statement runs.
+    holds what the match statement cut already (``match.with_small_windows``):
+    when it has every pair, no statement runs. ``seeds`` (a later page's
+    earlier candidates, ``bounded.literal_part``) add their pairs on the
+    fields the walk reaches, first and at no cost.
     """
-    pairs = list(enumerate(fields_to_window(list(candidates), list(terms), budget=budget)))
+    walked = fields_to_window(list(candidates), list(terms), budget=budget)
+    reached = {key for key, _ in walked}
+    seeded = list(dict.fromkeys((seed.field_key, seed.term) for seed in seeds if seed.field_key in reached))
+    pairs = list(enumerate([*seeded, *walked]))
     if not pairs:
-        return {}
-    if all(pair in cut for _, pair in pairs):
-        return {pair: cut[pair] for _, pair in pairs}
+        return Cut({}, {})
+    if all(pair in cut.windows for _, pair in pairs):
+        return Cut({pair: cut.windows[pair] for _, pair in pairs}, cut.links)
     cut_here: dict[WindowKey, tuple[int, Window] | None] = {}
     if dialect.vendor == "postgresql":
         first_candidate: dict[tuple[int, int], Candidate] = {}
         for candidate in candidates:
             first_candidate.setdefault(candidate.field_key, candidate)
         opened: set[tuple[int, int]] = set()
-        costs = []
-        for _, (key, term) in pairs:
+        costs = [-1] * len(seeded)
+        for key, term in walked:
             opener = first_candidate[key]
             if key not in opened and term == opener.term:
                 opened.add(key)
                 costs.append(len(hit_header(opener)))
             else:
                 costs.append(-1)
-        statement, params = window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect)
+        statement, params = window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
     else:
         cut_here = {pair: None for _, pair in pairs}
-        statement, params = window_sql_all(pairs, terms, dialect)
+        statement, params = window_sql_all(pairs, terms, dialect, scope=scope)
+    links: dict[tuple[int, int], Link] = {}
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         for row in map(WindowRow._make, cursor.fetchall()):
             _, pair = pairs[row.ordinal]
             cut_here[pair] = window_at(row.position, row.piece)
-    return cut_here
+            if row.position:
+                links[pair[0]] = Link(row.link_tool, row.link_ids)
+    return Cut(cut_here, links)

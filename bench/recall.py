@@ -1,0 +1,414 @@
+"""Recall on real Claude Code sessions after their compaction: can a model reach old evidence through the two tools?
+
+    .venv/bin/python bench/recall.py [--data ../shared/data/claude-code] [--max-calls 10]
+
+DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_recall;
+an ``sqlite:///…`` URL works too) is created if missing and migrated. The two
+long sessions of the data folder (each compacted once by Claude Code) are
+imported with threadmem's importer as the user ``bench-recall``; importing
+again adds nothing, so reruns reuse them.
+
+Two kinds of question, both about generation 1, the part Claude Code's own
+summary replaced:
+
+* identity: an identifier (letters and digits, 8+ characters) that exactly
+  one message of the thread holds, a generation-1 tool output, and that no
+  message after the compaction repeats. One ``search_memory`` with the
+  identifier as the query; found when the identifier is in the answer.
+* association: a file path Claude Code's summary names, and a definition
+  line (``def``, ``class``, ``function`` …) that only an old ``Read`` result
+  of that file holds. A scripted model (no LLM) searches the path and follows
+  only what the tools return: hit lines of an earlier generation with
+  ``tool=Read`` (their ``result=`` ids, or the result hit itself), each read
+  with ``message_context_read`` page by page (``next offset``), then the next
+  page of hits (``cursor=``), until the line is in a tool answer or it has
+  made ``--max-calls`` calls. The current generation is skipped: it is in the
+  model's context.
+
+Beside each: the share of the identifiers and lines Claude Code's summary
+kept, and a Letta-style baseline (the 5 newest whole user/assistant messages
+containing the query, the way a recall tool that returns whole non-tool
+messages answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/threadmem_bench_recall")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+
+import django  # noqa: E402
+import recall_synthetic  # noqa: E402
+
+SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
+USER = "bench-recall"
+IDENTIFIERS_PER_THREAD = 150
+LINES_PER_PATH = 5
+IDENTIFIER = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{6,}[A-Za-z0-9](?![\w-])")
+SUMMARY_PATH = re.compile(r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
+DEFINITION = re.compile(
+    r"^\s*(?:def|defp|defmodule|defmacro|class|function|async function|export (?:default )?(?:function|class|const)|"
+    r"const|let|fn|pub fn|interface|type|module|struct|impl|test|describe|config|schema|attribute|"
+    r"defstruct|use|import|alias|plug|scope|live|get|post)\s+\S"
+)
+READ_LINE_NUMBER = re.compile(r"^\s*\d+→")
+HIT = re.compile(
+    r"^--- messageId=(\d+) .*?generation=(\d+) role=(\w+) field=(\S+)(?: tool=(\S+) (result|call)=(\S+))?$"
+)
+NEXT_CURSOR = re.compile(r'cursor="([^"]+)"')
+NEXT_OFFSET = re.compile(r"\nnext offset: (\d+)$")
+BASELINE_MESSAGES = 5
+
+
+@dataclass
+class Stats:
+    found: int = 0
+    total: int = 0
+    calls: list[int] = field(default_factory=list)
+    max_chars: int = 0
+    kept_by_summary: int = 0
+    baseline_found: int = 0
+    baseline_max_chars: int = 0
+
+
+def setup() -> tuple:
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        from database import ensure_database
+
+        ensure_database(os.environ["DATABASE_URL"])
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from django.contrib.auth import get_user_model
+
+    user, _ = get_user_model().objects.get_or_create(username=USER)
+    return (user,)
+
+
+def import_sessions(user, data: Path) -> list[str]:
+    from threadmem.imports.service import import_paths
+
+    paths = [data / name for name in SESSIONS]
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise SystemExit(f"missing session files: {', '.join(missing)}")
+    report = import_paths(paths=paths, fmt="claude-code", owner=user)
+    return report.channels
+
+
+def fingerprint(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()
+
+
+def messages_of(thread) -> list:
+    from threadmem.models import SEARCHABLE, Message
+
+    return list(Message.objects.filter(thread=thread).filter(SEARCHABLE).order_by("seq"))
+
+
+def searchable_text(message) -> str:
+    import json
+
+    calls = json.dumps([call.get("arguments", {}) for call in message.tool_calls], ensure_ascii=False)
+    return f"{message.content}\n{calls}" if message.tool_calls else message.content
+
+
+def summary_of(thread) -> str:
+    from threadmem.models import Message
+
+    summary = Message.objects.filter(thread=thread, kind=Message.Kind.SUMMARY).order_by("seq").first()
+    return summary.content if summary else ""
+
+
+def letta_baseline(messages: list, query: str) -> str:
+    """The 5 newest whole user/assistant messages that contain ``query``."""
+    needle = query.lower()
+    chosen = [m for m in reversed(messages) if m.role in ("user", "assistant") and needle in searchable_text(m).lower()]
+    return "\n\n".join(searchable_text(m) for m in chosen[:BASELINE_MESSAGES])
+
+
+def identity_cases(thread, messages: list, summary: str) -> list[str]:
+    later = "\n".join(searchable_text(m).lower() for m in messages if m.generation > 1)
+    holders: dict[str, set[int]] = {}
+    spelled: dict[str, str] = {}
+    for message in messages:
+        for token in set(IDENTIFIER.findall(searchable_text(message))):
+            key = token.lower()
+            holders.setdefault(key, set()).add(message.id)
+            spelled.setdefault(key, token)
+    by_id = {m.id: m for m in messages}
+    cases = []
+    for key, ids in holders.items():
+        if len(ids) != 1:
+            continue
+        holder = by_id[next(iter(ids))]
+        if holder.role == "tool" and holder.generation == 1 and key not in later:
+            cases.append(spelled[key])
+    return sorted(cases, key=fingerprint)[:IDENTIFIERS_PER_THREAD]
+
+
+def association_cases(thread, messages: list, summary: str) -> list[tuple[str, str]]:
+    """(path as the summary names it, a definition line only an old Read result of it holds).
+
+    Up to LINES_PER_PATH lines a path (chosen by a hash of the line: any line
+    of the file, not its first ones), each from a generation-1 Read result.
+    """
+    from threadmem.models import ToolArgument
+
+    texts = [searchable_text(m) for m in messages]
+    by_id = {m.id: m for m in messages}
+    results_by_call = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    cases = []
+    for path in sorted(set(SUMMARY_PATH.findall(summary))):
+        reads = ToolArgument.objects.filter(
+            thread=thread, tool_name="Read", path="file_path", value__endswith=path
+        ).order_by("message_id")
+        lines: set[str] = set()
+        for read in reads:
+            call = by_id.get(read.message_id)
+            result = results_by_call.get(read.tool_call_id)
+            if call is None or result is None or call.generation != 1:
+                continue
+            for raw in result.content.splitlines():
+                line = READ_LINE_NUMBER.sub("", raw).strip()
+                if len(line) >= 12 and DEFINITION.match(line) and sum(1 for text in texts if line in text) == 1:
+                    lines.add(line)
+        cases += [(path, line) for line in sorted(lines, key=fingerprint)[:LINES_PER_PATH]]
+    return cases
+
+
+def scripted_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
+    """The scripted model: (found, calls, most characters one call returned)."""
+    from threadmem.errors import DomainError
+    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY, run_tool
+
+    calls = 0
+    most = 0
+    queue: list[int] = []
+    queued: set[int] = set()
+    cursor: str | None = None
+    searched = False
+
+    def call(name: str, arguments: dict) -> str:
+        nonlocal calls, most
+        calls += 1
+        text = run_tool(name=name, arguments=arguments, user=user, default_channel=channel, surface="api")
+        most = max(most, len(text))
+        return text
+
+    while calls < max_calls:
+        if not searched or (not queue and cursor):
+            arguments = {"query": path, "channel": channel, **({"cursor": cursor} if cursor else {})}
+            text = call(SEARCH_MEMORY, arguments)
+            searched = True
+            if line in text:
+                return True, calls, most
+            found_cursor = NEXT_CURSOR.search(text)
+            cursor = found_cursor.group(1) if found_cursor else None
+            for header in text.splitlines():
+                hit = HIT.match(header)
+                if not hit or int(hit.group(2)) >= current or hit.group(5) != "Read":
+                    continue
+                ids = [int(hit.group(1))] if hit.group(6) == "call" else []
+                if hit.group(6) == "result" and hit.group(7) != "-":
+                    ids = [int(i) for i in hit.group(7).split(",") if i.isdigit()]
+                for message_id in ids:
+                    if message_id not in queued:
+                        queued.add(message_id)
+                        queue.append(message_id)
+            continue
+        if not queue:
+            break
+        message_id = queue.pop(0)
+        offset = 0
+        while calls < max_calls:
+            try:
+                text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
+            except DomainError:  # pragma: no cover - run_tool answers errors as text
+                break
+            if line in text:
+                return True, calls, most
+            more = NEXT_OFFSET.search(text)
+            if not more:
+                break
+            offset = int(more.group(1))
+    return False, calls, most
+
+
+def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
+    """The same model without ``tool=``, ``result=`` and ``cursor=`` (the tools before SPEC §9).
+
+    It reads the hits of earlier generations in listed order; an assistant
+    message's audit read names its results (``results: messageId=N``), which
+    it reads next. No second page: past the first, only a narrower query helps.
+    """
+    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY, run_tool
+
+    calls = 0
+    most = 0
+
+    def call(name: str, arguments: dict) -> str:
+        nonlocal calls, most
+        calls += 1
+        text = run_tool(name=name, arguments=arguments, user=user, default_channel=channel, surface="api")
+        most = max(most, len(text))
+        return text
+
+    text = call(SEARCH_MEMORY, {"query": path, "channel": channel})
+    if line in text:
+        return True, calls, most
+    queue = []
+    for header in text.splitlines():
+        hit = HIT.match(header)
+        if hit and int(hit.group(2)) < current and int(hit.group(1)) not in queue:
+            queue.append(int(hit.group(1)))
+    read: set[int] = set()
+    while queue and calls < max_calls:
+        message_id = queue.pop(0)
+        if message_id in read:
+            continue
+        read.add(message_id)
+        offset = 0
+        while calls < max_calls:
+            text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
+            if line in text:
+                return True, calls, most
+            results = [int(i) for i in re.findall(r"results: (?:messageId=(\d+))", text)]
+            queue[:0] = [i for i in results if i not in read]
+            more = NEXT_OFFSET.search(text)
+            if not more:
+                break
+            offset = int(more.group(1))
+    return False, calls, most
+
+
+@dataclass
+class Measures:
+    identity: Stats = field(default_factory=Stats)
+    association: Stats = field(default_factory=Stats)
+    blind: Stats = field(default_factory=Stats)  # association, the tools without tool=/result=/cursor
+
+
+def measure(user, thread, identities: list[str], associations: list[tuple[str, str]], max_calls: int) -> Measures:
+    from threadmem.search import search_memory
+
+    measures = Measures()
+    identity, association, blind = measures.identity, measures.association, measures.blind
+    messages = messages_of(thread)
+    summary = summary_of(thread)
+    channel, current = thread.channel, thread.current_generation
+    for identifier in identities:
+        identity.total += 1
+        text = search_memory(user=user, query=identifier, channel=channel).text
+        identity.found += identifier.lower() in text.lower()
+        identity.calls.append(1)
+        identity.max_chars = max(identity.max_chars, len(text))
+        identity.kept_by_summary += identifier.lower() in summary.lower()
+        baseline = letta_baseline(messages, identifier)
+        identity.baseline_found += identifier.lower() in baseline.lower()
+        identity.baseline_max_chars = max(identity.baseline_max_chars, len(baseline))
+    for path, line in associations:
+        for stats, policy in ((association, scripted_search), (blind, blind_search)):
+            found, calls, most = policy(user, channel, current, path, line, max_calls)
+            stats.total += 1
+            stats.found += found
+            stats.calls.append(calls)
+            stats.max_chars = max(stats.max_chars, most)
+        association.kept_by_summary += line in summary
+        baseline = letta_baseline(messages, path)
+        association.baseline_found += line in baseline
+        association.baseline_max_chars = max(association.baseline_max_chars, len(baseline))
+    return measures
+
+
+def merged(parts: list[Stats]) -> Stats:
+    total = Stats()
+    for part in parts:
+        total.found += part.found
+        total.total += part.total
+        total.calls += part.calls
+        total.max_chars = max(total.max_chars, part.max_chars)
+        total.kept_by_summary += part.kept_by_summary
+        total.baseline_found += part.baseline_found
+        total.baseline_max_chars = max(total.baseline_max_chars, part.baseline_max_chars)
+    return total
+
+
+def report(title: str, measures: list[Measures]) -> None:
+    print(title)
+    identity = merged([m.identity for m in measures])
+    association = merged([m.association for m in measures])
+    blind = merged([m.blind for m in measures])
+    for name, stats in (("identity", identity), ("association", association)):
+        if not stats.total:
+            print(f"  {name}: no cases")
+            continue
+        print(
+            f"  {name}: found {stats.found}/{stats.total} ({100 * stats.found / stats.total:.1f} %) · "
+            f"calls mean {statistics.mean(stats.calls):.2f} max {max(stats.calls)} · "
+            f"max chars per call {stats.max_chars:,} · "
+            f"summary kept {stats.kept_by_summary}/{stats.total} ({100 * stats.kept_by_summary / stats.total:.1f} %) · "
+            f"Letta-style baseline found {stats.baseline_found}/{stats.total} "
+            f"({100 * stats.baseline_found / stats.total:.1f} %), up to {stats.baseline_max_chars:,} chars"
+        )
+    if blind.total:
+        print(
+            f"  association without tool=/result=/cursor: found {blind.found}/{blind.total} "
+            f"({100 * blind.found / blind.total:.1f} %) · calls mean {statistics.mean(blind.calls):.2f} "
+            f"max {max(blind.calls)} · max chars per call {blind.max_chars:,}"
+        )
+
+
+def run(data: Path, max_calls: int) -> None:
+    (user,) = setup()
+    channels = import_sessions(user, data)
+    from threadmem.models import Thread
+
+    real = []
+    for channel in channels:
+        thread = Thread.objects.get(channel=channel)
+        messages = messages_of(thread)
+        summary = summary_of(thread)
+        if summary:
+            identities = identity_cases(thread, messages, summary)
+            associations = association_cases(thread, messages, summary)
+            real.append(measure(user, thread, identities, associations, max_calls))
+    report(f"real sessions ({len(real)} threads, compacted once by Claude Code, from {data}):", real)
+    channel, associations, identities = recall_synthetic.build(user)
+    synthetic = measure(user, Thread.objects.get(channel=channel), identities, associations, max_calls)
+    report(
+        f"synthetic needles ({recall_synthetic.PATHS} paths, each named in "
+        f"{recall_synthetic.CALLS_PER_PATH * recall_synthetic.GENERATIONS} calls over "
+        f"{recall_synthetic.GENERATIONS} generations):",
+        [synthetic],
+    )
+    print(
+        "  (summary kept: the identifiers and lines found in Claude Code's own summary; Letta-style baseline: "
+        f"the {BASELINE_MESSAGES} newest whole user/assistant messages containing the query)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "claude-code")
+    parser.add_argument("--max-calls", type=int, default=10)
+    args = parser.parse_args()
+    django.setup()
+    run(args.data.resolve(), args.max_calls)
+
+
+if __name__ == "__main__":
+    main()

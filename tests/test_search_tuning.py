@@ -1,0 +1,51 @@
+"""THREADMEM_SEARCH_PATH: one switch over the thread-scope plan, read in one place (search/tuning.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from threadmem.search.literal.plan import MatchPlan, choose_plan
+from threadmem.search.tuning import SearchPath, SearchTuning
+
+SMALL, LARGE = 1_000, 10**9
+POSTGRES = SimpleNamespace(vendor="postgresql", has_extension=True)
+POSTGRES_PLAIN = SimpleNamespace(vendor="postgresql", has_extension=False)
+
+
+def thread_of(visible_bytes: int) -> SimpleNamespace:
+    return SimpleNamespace(is_global=False, visible_bytes=visible_bytes)
+
+
+@pytest.mark.parametrize(
+    ("path", "visible_bytes", "dialect", "plan"),
+    [
+        ("auto", SMALL, POSTGRES, MatchPlan.SCAN),
+        ("auto", LARGE, POSTGRES, MatchPlan.INDEX_THEN_SCAN),
+        ("auto", LARGE, POSTGRES_PLAIN, MatchPlan.SPELLED_INDEX),
+        ("scan", LARGE, POSTGRES, MatchPlan.SCAN),
+        ("index", SMALL, POSTGRES, MatchPlan.INDEX_THEN_SCAN),
+        ("index", SMALL, POSTGRES_PLAIN, MatchPlan.SPELLED_INDEX),
+    ],
+)
+def test_the_path_setting_forces_a_threads_plan_and_auto_chooses_by_size(settings, path, visible_bytes, dialect, plan):
+    settings.THREADMEM_SEARCH_PATH = path
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 1_000_000
+    assert choose_plan(thread_of(visible_bytes), dialect) == plan
+
+
+@pytest.mark.parametrize("path", ["scan", "index"])
+def test_it_never_forces_the_global_scope_or_sqlite(settings, path):
+    settings.THREADMEM_SEARCH_PATH = path
+    assert choose_plan(SimpleNamespace(is_global=True, visible_bytes=0), POSTGRES) == MatchPlan.INDEX_THEN_RECENT
+    assert choose_plan(thread_of(LARGE), SimpleNamespace(vendor="sqlite", has_extension=False)) == MatchPlan.SCAN
+
+
+def test_the_knobs_read_as_one_frozen_object(settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 7
+    tuning = SearchTuning.from_settings()
+    assert tuning.index_budget_ms == 7
+    assert tuning.path == SearchPath.AUTO
+    with pytest.raises(AttributeError):
+        tuning.index_budget_ms = 8  # type: ignore[misc]

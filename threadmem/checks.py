@@ -1,0 +1,60 @@
+"""Django system checks for what a deployment must know (``manage.py check``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning, register
+from django.db import DatabaseError, connection
+
+from threadmem.compaction.service import hard_time_limit
+from threadmem.fields import pgvector_in_use
+
+REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://")
+
+
+@register()
+def pgvector_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """PostgreSQL without pgvector works, with the semantic part ranking every chunk exactly: say so."""
+    if connection.vendor != "postgresql":
+        return []
+    try:
+        in_use = pgvector_in_use(connection)
+    except DatabaseError:  # no database yet: other commands report that themselves
+        return []
+    if in_use:
+        return []
+    return [
+        Warning(
+            "PostgreSQL without pgvector: the semantic part ranks every chunk of a scope exactly, in NumPy, "
+            "which slows down as a store grows past a few hundred thousand chunks.",
+            hint=(
+                "Install pgvector on the server ('make pgvector', or the distribution's postgresql-NN-pgvector), "
+                "then on a new database migrate with THREADMEM_PGVECTOR unset."
+            ),
+            id="threadmem.W001",
+        )
+    ]
+
+
+@register()
+def broker_visibility_timeout_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Redis hands an unacknowledged task to another worker after the visibility timeout.
+
+    At or below the compaction hard time limit, a compaction still running
+    would be delivered again and run twice at once.
+    """
+    if not settings.CELERY_BROKER_URL.startswith(REDIS_SCHEMES):
+        return []
+    timeout = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("visibility_timeout")
+    if timeout is None or timeout > hard_time_limit():
+        return []
+    return [
+        Error(
+            f"CELERY_VISIBILITY_TIMEOUT ({timeout} s) must be above the compaction hard time limit "
+            f"({hard_time_limit()} s: THREADMEM_COMPACTION_TIME_LIMIT + 60)",
+            hint="Raise CELERY_VISIBILITY_TIMEOUT or lower THREADMEM_COMPACTION_TIME_LIMIT.",
+            id="threadmem.E001",
+        )
+    ]

@@ -1,0 +1,119 @@
+"""A hit's other half (SPEC §9): a tool-argument hit's tool and results, a tool result's tool and call.
+
+Two SQL columns that a statement which already cuts a field's window adds
+beside it (``with_small_windows``, the windows statement): no statement of
+its own, and only evaluated for the rows that get a window (at most the
+entries one page can list). Both look up by the indexes of migration 0010:
+(thread, tool_call_id) on messages and on tool arguments.
+
+* a tool-argument hit: ``tool`` is the argument row's ``tool_name`` and
+  ``ids`` the messages of role ``tool`` in the same thread whose
+  ``tool_call_id`` is that call's id: only its own call's results, when one
+  assistant message makes several calls;
+* a hit in a tool result's content: ``tool`` and ``ids`` name the assistant
+  message holding the call with the result's ``tool_call_id``, found through
+  its tool-argument rows (a call with no string argument has none: then
+  ``tool=- call=-``);
+* any other content hit: both NULL.
+
+Results and calls are restricted like hits: searchable messages in the
+search's scope (a fork's ancestor up to its fork point).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from threadmem.models import Message
+from threadmem.scope import SearchScope
+from threadmem.search.bounded import HitLink
+from threadmem.search.literal.dialects import Dialect
+from threadmem.search.literal.filters import searchable_sql
+
+
+class Link(NamedTuple):
+    """A hit's other half as the statement returns it, before ``parse``."""
+
+    tool: str | None
+    ids: str | None  # comma-separated message ids
+
+
+def _ids(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    return tuple(sorted({int(part) for part in text.split(",") if part}))
+
+
+def hit_link(link: Link | None, *, arg_id: int, role: str) -> HitLink | None:
+    """What a hit's header and JSON say of its other half; None for a hit that is no tool's."""
+    if arg_id:
+        return HitLink(tool=(link.tool if link else None) or "", result_message_ids=_ids(link.ids if link else None))
+    if role != Message.Role.TOOL:
+        return None
+    if link is None or link.tool is None or not link.ids:
+        return HitLink(tool=None)
+    return HitLink(tool=link.tool, call_message_id=_ids(link.ids)[0])
+
+
+class LinkSql(NamedTuple):
+    tool: str
+    tool_params: list[Any]
+    ids: str
+    ids_params: list[Any]
+
+    def when(self, condition: str) -> tuple[str, list[Any]]:
+        """The two columns, evaluated only for rows where ``condition`` holds (the rows that got a window)."""
+        return (
+            f"CASE WHEN {condition} THEN {self.tool} END, CASE WHEN {condition} THEN {self.ids} END",
+            [*self.tool_params, *self.ids_params],
+        )
+
+
+def fork_cap_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
+    """The scope, for a message in the same thread as a hit: only a fork's ancestor's cap can leave it out.
+
+    The hit's thread is in the scope already; naming it again as a constant
+    would let the planner read the whole thread instead of the
+    (thread, tool_call_id) index.
+    """
+    clauses, params = [], []
+    for part in scope.parts if not scope.is_global else ():
+        if part.max_seq is not None:
+            clauses.append(f"({alias}.thread_id <> %s OR {alias}.seq <= %s)")
+            params += [part.thread_id, part.max_seq]
+    return " AND ".join(clauses) or "1 = 1", params
+
+
+def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str) -> LinkSql:
+    """The ``tool`` and ``ids`` column expressions for the field (``message_id``, ``arg_id``)."""
+    result_searchable, result_searchable_params = searchable_sql("lr")
+    result_scope, result_scope_params = fork_cap_sql(scope, "lr")
+    call_searchable, call_searchable_params = searchable_sql("lc")
+    call_scope, call_scope_params = fork_cap_sql(scope, "lc")
+    # Each lookup starts from its one row (fenced, so the planner cannot start
+    # from the scope's thread instead) and follows the (thread, tool_call_id) indexes.
+    results = (
+        f"(SELECT {dialect.id_list('lr.id')} FROM (SELECT la.thread_id, la.tool_call_id "
+        f"FROM threadmem_toolargument la WHERE la.id = {arg_id} AND la.tool_call_id <> '' {dialect.fence}) c "
+        "JOIN threadmem_message lr ON lr.thread_id = c.thread_id AND lr.tool_call_id = c.tool_call_id "
+        f"WHERE lr.tool_call_id <> '' AND lr.role = %s AND {result_searchable} AND {result_scope})"
+    )
+    results_params = [Message.Role.TOOL, *result_searchable_params, *result_scope_params]
+
+    def call(column: str) -> str:
+        return (
+            f"(SELECT {column} FROM (SELECT lt.thread_id, lt.tool_call_id FROM threadmem_message lt "
+            f"WHERE lt.id = {message_id} AND lt.role = %s AND lt.tool_call_id <> '' {dialect.fence}) t "
+            "JOIN threadmem_toolargument la ON la.thread_id = t.thread_id AND la.tool_call_id = t.tool_call_id "
+            "JOIN threadmem_message lc ON lc.id = la.message_id "
+            f"WHERE la.tool_call_id <> '' AND lc.role = %s AND {call_searchable} AND {call_scope} "
+            "ORDER BY la.message_id DESC, la.id LIMIT 1)"
+        )
+
+    call_params = [Message.Role.TOOL, Message.Role.ASSISTANT, *call_searchable_params, *call_scope_params]
+    tool = (
+        f"CASE WHEN {arg_id} <> 0 THEN (SELECT lx.tool_name FROM threadmem_toolargument lx WHERE lx.id = {arg_id}) "
+        f"ELSE {call('la.tool_name')} END"
+    )
+    ids = f"CASE WHEN {arg_id} <> 0 THEN {results} ELSE {call('CAST(lc.id AS text)')} END"
+    return LinkSql(tool, call_params, ids, [*results_params, *call_params])

@@ -1,0 +1,44 @@
+"""The literal search's tuning knobs, read together: one frozen object from the THREADMEM_SEARCH_* settings.
+
+They are benchmark tuning (docs/search.md has the figures behind each
+default); ``path`` overrides the thread-scope plan for measuring one path
+against the other. Read per search, so a changed setting applies at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from django.conf import settings
+
+
+class SearchPath(StrEnum):
+    """THREADMEM_SEARCH_PATH: how a thread search on PostgreSQL matches."""
+
+    AUTO = "auto"  # scan a thread up to thread_scan_bytes, else the indexes
+    SCAN = "scan"  # always read the thread's rows
+    INDEX = "index"  # always start with the trigram indexes
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    index_budget_ms: int
+    recent_budget_ms: int
+    thread_scan_bytes: int
+    spelling_sample_bytes: int
+    pg_extension: bool
+    scan_bytes_per_ms: int
+    path: SearchPath
+
+    @classmethod
+    def from_settings(cls) -> SearchTuning:
+        return cls(
+            index_budget_ms=settings.THREADMEM_SEARCH_INDEX_BUDGET_MS,
+            recent_budget_ms=settings.THREADMEM_SEARCH_RECENT_BUDGET_MS,
+            thread_scan_bytes=settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES,
+            spelling_sample_bytes=settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES,
+            pg_extension=settings.THREADMEM_SEARCH_PG_EXTENSION,
+            scan_bytes_per_ms=settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS,
+            path=SearchPath(settings.THREADMEM_SEARCH_PATH),
+        )

@@ -1,0 +1,203 @@
+"""The bulk write of a parsed batch: COPY on PostgreSQL, bulk_create elsewhere.
+
+``services.messages_store`` holds the rules (the seq block, source_id
+dedupe, supersedes); the functions here only put the rows in and answer
+with them as stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from django.db import connection
+from django.db.models import F
+
+from threadmem.lib.jsonleaves import string_leaves
+from threadmem.models import Message, Thread, ToolArgument
+
+
+@dataclass
+class MessageIn:
+    role: str
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str = ""
+    session_id: str = ""
+    kind: str = Message.Kind.MESSAGE
+    model_visible: bool = True
+    supersedes: int | None = None
+    source_id: str = ""
+    # UTF-8 bytes of content and tool-call arguments (the size limit's measure).
+    size: int = 0
+
+
+class StoredMessage(NamedTuple):
+    """One appended message as stored, under the attribute names of Message.
+
+    The API's batch append answers from these: building Message instances
+    (their __init__, the related descriptor behind ``thread=``) was the
+    largest share of the append's Python (bench/ingest.py), and the answer
+    needs only the stored values.
+    """
+
+    id: int
+    thread_id: int
+    generation: int
+    seq: int
+    role: str
+    kind: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    session_id: str
+    source_id: str
+    model_visible: bool
+    isolated: bool
+    superseded_by_id: int | None
+    created_at: datetime
+
+
+TOOL_ARGUMENT_COLUMNS = ("message_id", "thread_id", "call_index", "tool_call_id", "tool_name", "path", "value")
+
+
+def _tool_argument_rows(stored: Sequence[StoredMessage]) -> list[tuple[Any, ...]]:
+    """One tuple (in TOOL_ARGUMENT_COLUMNS order) per string leaf of the messages' tool-call arguments."""
+    return [
+        (message.id, message.thread_id, index, call["id"], call["name"], path, value)
+        for message in stored
+        for index, call in enumerate(message.tool_calls)
+        for path, value in string_leaves(call["arguments"])
+    ]
+
+
+# PostgreSQL bulk path (see _pg_cursor). Column lists match the models.
+# The seq reservation also draws the message ids, one per seq in seq order, once
+# the thread row is locked (search reads id order as "newest first"). The
+# sequence is looked up once, not per row: per row it was most of the query.
+_PG_RESERVE = (
+    "WITH reserved AS ("
+    " UPDATE threadmem_thread SET next_seq = next_seq + %(count)s, last_activity_at = %(now)s"
+    " WHERE id = %(thread)s RETURNING next_seq, current_generation"
+    "), ids AS MATERIALIZED (SELECT pg_get_serial_sequence('threadmem_message', 'id')::regclass AS sequence)"
+    " SELECT reserved.current_generation, seq, nextval(ids.sequence)"
+    " FROM reserved, ids, generate_series(reserved.next_seq - %(count)s, reserved.next_seq - 1) AS seq"
+    " ORDER BY seq"
+)
+_PG_COPY_MESSAGES = (
+    "COPY threadmem_message (id, thread_id, generation, seq, role, kind, content, tool_calls, tool_call_id,"
+    " session_id, source_id, model_visible, isolated, created_at) FROM STDIN"
+)
+_PG_COPY_TOOL_ARGUMENTS = f"COPY threadmem_toolargument ({', '.join(TOOL_ARGUMENT_COLUMNS)}) FROM STDIN"
+
+
+def _pg_cursor() -> Any:
+    """A plain psycopg cursor on Django's own connection (so inside its transaction).
+
+    Batches go in with COPY: Django's psycopg 3 backend binds parameters
+    client-side, escaping every value into the SQL text in Python, which for
+    a batch of long messages cost as much as the database's own work
+    (bench/ingest.py). COPY streams the rows; ids are taken from the
+    sequence first, since COPY cannot return them.
+    """
+    import psycopg
+
+    connection.ensure_connection()
+    return psycopg.Cursor(connection.connection)
+
+
+def store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -> list[StoredMessage]:
+    """Reserve seqs and ids in one round trip, then COPY the messages and their tool-argument leaves.
+
+    The rows come straight from the parsed input. The database works through
+    the streamed rows while Python is still writing them, so the per-message
+    work (the stored rows, the tool-call JSON, the leaves) happens inside the
+    COPY, where it overlaps the database's own.
+    """
+    stored: list[StoredMessage] = []
+    thread_id = thread.pk
+    created_at = now.isoformat()  # one timestamp for the batch, formatted once
+    with _pg_cursor() as cursor:
+        reserved = cursor.execute(_PG_RESERVE, {"count": len(messages), "now": now, "thread": thread_id}).fetchall()
+        with cursor.copy(_PG_COPY_MESSAGES) as copy:
+            for (generation, seq, pk), m in zip(reserved, messages, strict=True):
+                stored.append(
+                    StoredMessage(
+                        pk,
+                        thread_id,
+                        generation,
+                        seq,
+                        m.role,
+                        m.kind,
+                        m.content,
+                        m.tool_calls,
+                        m.tool_call_id,
+                        m.session_id,
+                        m.source_id,
+                        m.model_visible,
+                        False,
+                        None,
+                        now,
+                    )
+                )
+                copy.write_row(
+                    (
+                        pk,
+                        thread_id,
+                        generation,
+                        seq,
+                        m.role,
+                        m.kind,
+                        m.content,
+                        json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else "[]",
+                        m.tool_call_id,
+                        m.session_id,
+                        m.source_id,
+                        m.model_visible,
+                        False,
+                        created_at,
+                    )
+                )
+            leaves = _tool_argument_rows(stored)
+        if leaves:
+            with cursor.copy(_PG_COPY_TOOL_ARGUMENTS) as copy:
+                for row in leaves:
+                    copy.write_row(row)
+    return stored
+
+
+def store_orm(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -> list[StoredMessage]:
+    """The portable path (SQLite): the seq block with an UPDATE, then bulk_create, which returns the ids there."""
+    Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + len(messages), last_activity_at=now)
+    next_seq, generation = Thread.objects.values_list("next_seq", "current_generation").get(pk=thread.pk)
+    first_seq = next_seq - len(messages)
+    rows = Message.objects.bulk_create(
+        [
+            Message(
+                thread=thread,
+                generation=generation,
+                seq=first_seq + offset,
+                role=m.role,
+                kind=m.kind,
+                content=m.content,
+                tool_calls=m.tool_calls,
+                tool_call_id=m.tool_call_id,
+                session_id=m.session_id,
+                source_id=m.source_id,
+                model_visible=m.model_visible,
+                created_at=now,
+            )
+            for offset, m in enumerate(messages)
+        ]
+    )
+    # Read back, created_at included: auto_now_add stamps each row in bulk_create.
+    stored = [StoredMessage(*(getattr(row, name) for name in StoredMessage._fields)) for row in rows]
+    leaves = _tool_argument_rows(stored)
+    if leaves:
+        ToolArgument.objects.bulk_create(
+            [ToolArgument(**dict(zip(TOOL_ARGUMENT_COLUMNS, v, strict=True))) for v in leaves]
+        )
+    return stored
