@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-mcp clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-mcp bench-import clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -88,6 +88,10 @@ bench-recall: $(VENV)/.installed-dev .secret_key
 
 bench-mcp: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/mcp.py
+
+bench-import: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/import.py
+	$(PY) bench/identifiers.py
 
 clean:
 	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache

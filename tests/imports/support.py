@@ -57,3 +57,28 @@ def raw_expectations(path: Path) -> dict:
         "users": users,
         "texts": texts,
     }
+
+
+def _ids_of(record: dict) -> list[str]:
+    """The ids a Claude Code record is known by: its own, its parent's, its API message's, its tool calls'."""
+    ids = [record.get("uuid"), record.get("parentUuid"), record.get("logicalParentUuid")]
+    message = record.get("message")
+    if isinstance(message, dict):
+        ids.append(message.get("id"))
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                ids += [block.get("id"), block.get("tool_use_id")]
+    return [i for i in ids if isinstance(i, str) and i]
+
+
+def write_repeated_session(source: Path, target: Path, *, times: int) -> int:
+    """``source`` written ``times`` times into ``target``, each time with fresh ids (a longer session); bytes."""
+    lines = [(raw, _ids_of(json.loads(raw))) for raw in source.read_text(encoding="utf-8").splitlines() if raw.strip()]
+    with target.open("w", encoding="utf-8") as handle:
+        for repetition in range(1, times + 1):
+            for raw, ids in lines:
+                for old in ids:
+                    raw = raw.replace(f'"{old}"', f'"{old}-r{repetition}"')
+                handle.write(raw + "\n")
+    return target.stat().st_size

@@ -178,3 +178,18 @@ def test_it_imports_a_whole_projects_folder(owner, tmp_path):
     assert Thread.objects.filter(source_format="claude-code").count() == 6
     thread = Thread.objects.get(channel=f"claude-code:{LONG}")
     assert thread.source_session_id == LONG and thread.source_path == str(project / f"{LONG}.jsonl")
+
+
+def test_a_line_orjson_refuses_is_read_as_before_and_its_problem_named(owner, tmp_path, capsys):
+    # A lone surrogate escape is JSON to the json module (orjson refuses it): the message check names it.
+    session = '"sessionId": "s-1", "message": {"role": "user", "content": '
+    path = tmp_path / "odd.jsonl"
+    path.write_text(
+        '{"type": "user", "uuid": "u1", ' + session + '"broken \\ud800 text"}}\n'
+        '{"type": "user", "uuid": "u2", ' + session + '"caf\\u00e9 \\ud83d\\ude00 fine"}}\n'
+        '{"type": "user", "uuid": "u3", ' + session + '"big", "n": 123456789012345678901234567890}}\n'
+    )
+    with pytest.raises(CommandError, match="skipped 1 bad line"):
+        run(str(path))
+    assert f"{path}:1: line 1.content contains a lone surrogate" in capsys.readouterr().err
+    assert list(Message.objects.order_by("seq").values_list("content", flat=True)) == ["café 😀 fine", "big"]

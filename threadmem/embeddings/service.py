@@ -18,10 +18,11 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import F, OuterRef, Subquery
-from django.db.models.functions import Coalesce, Greatest
+from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce, Greatest, Length
 from django.utils import timezone
 
 from threadmem import llm
@@ -128,10 +129,13 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     messages_read = chunks_stored = 0
     try:
         while True:
-            batch, through_seq, read = _next_batch(thread_id=thread_id, after=after)
+            batch, through_seq, read, read_as = _next_batch(thread_id=thread_id, model=model, after=after)
             if read == 0:
                 break
-            chunks_stored += _store(progress=progress, model=model, batch=batch, through_seq=through_seq)
+            stored, through_seq = _store(
+                progress=progress, model=model, batch=batch, through_seq=through_seq, read_as=read_as
+            )
+            chunks_stored += stored
             messages_read += read
             after = through_seq
     except llm.LLMError as error:
@@ -144,25 +148,36 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     )
 
 
-def _next_batch(*, thread_id: int, after: int) -> tuple[list[Chunk], int, int]:
+# What a message was when its pieces were cut: seq, characters of content, tool calls.
+ReadAs = dict[int, tuple[int, int, Any]]
+
+
+def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk], int, int, ReadAs]:
     """The pieces of the next messages after seq ``after``: about PIECES_PER_BATCH, whole messages only.
 
     Returns (unsaved chunks without vectors, the seq they run through,
-    messages read). A message is never split across batches, so
-    ``embedded_seq`` always marks whole messages.
+    messages read, what the cut messages were). A message is never split across batches, so
+    ``embedded_seq`` always marks whole messages. A message that already has
+    pieces of ``model`` is passed over: its pieces are stored whole, in one
+    transaction, and ``embedded_seq`` goes back past embedded messages when an
+    import grows an earlier one (``imports.generations``).
     """
+    embedded = Chunk.objects.filter(message_id=OuterRef("pk"), model=model)
     pieces: list[Chunk] = []
+    read_as: ReadAs = {}
     through_seq, read = after, 0
     while len(pieces) < PIECES_PER_BATCH:
         rows = list(
             Message.objects.filter(thread_id=thread_id, seq__gt=through_seq)
             .order_by("seq")
-            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls")[:MESSAGES_PER_READ]
+            .annotate(embedded=Exists(embedded))
+            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls", "embedded")[:MESSAGES_PER_READ]
         )
         with_arguments = [row[0] for row in rows if row[5]]
         leaves = _leaves(with_arguments) if with_arguments else {}
-        for message_id, seq, kind, visible, content, _calls in rows:
-            if kind == Message.Kind.MESSAGE and visible:
+        for message_id, seq, kind, visible, content, calls, done in rows:
+            if kind == Message.Kind.MESSAGE and visible and not done:
+                read_as[message_id] = (seq, len(content), calls)
                 pieces.extend(
                     Chunk(
                         message_id=message_id,
@@ -179,10 +194,34 @@ def _next_batch(*, thread_id: int, after: int) -> tuple[list[Chunk], int, int]:
                 break
         if len(rows) < MESSAGES_PER_READ:
             break
-    return pieces, through_seq, read
+    return pieces, through_seq, read, read_as
 
 
-def _store(*, progress: EmbeddingProgress, model: str, batch: list[Chunk], through_seq: int) -> int:
+def _grown_since_read(read_as: ReadAs) -> int | None:
+    """The lowest seq among the messages changed since their pieces were cut (an import grew them), or None.
+
+    The message rows are locked until the caller's transaction ends: a grow
+    (``imports.generations``) waits, then drops the pieces stored here.
+    """
+    rows = (
+        Message.objects.select_for_update()
+        .filter(id__in=list(read_as))
+        .annotate(chars=Length("content"))
+        .values_list("id", "chars", "tool_calls")
+    )
+    changed = [read_as[pk][0] for pk, chars, calls in rows if (chars, calls) != read_as[pk][1:]]
+    return min(changed) if changed else None
+
+
+def _store(
+    *, progress: EmbeddingProgress, model: str, batch: list[Chunk], through_seq: int, read_as: ReadAs
+) -> tuple[int, int]:
+    """Embed and store the batch with the progress it makes; answer (pieces stored, the seq it runs through).
+
+    A message an import grew while the model was answering (``--follow``)
+    keeps none of its old pieces: the batch stops before it, and the next
+    batch reads it as it is now.
+    """
     if batch:
         vectors = llm.embed([chunk.text for chunk in batch], model=model)
         dimensions = {len(vector) for vector in vectors}
@@ -193,11 +232,15 @@ def _store(*, progress: EmbeddingProgress, model: str, batch: list[Chunk], throu
             chunk.model, chunk.dimensions, chunk.embedding = model, size, vector
         ensure_hnsw_index(size)
     with transaction.atomic():
+        grown = _grown_since_read(read_as) if batch else None
+        if grown is not None:
+            through_seq = grown - 1
+            batch = [chunk for chunk in batch if read_as[chunk.message_id][0] < grown]
         Chunk.objects.bulk_create(batch, ignore_conflicts=True)
         EmbeddingProgress.objects.filter(pk=progress.pk).update(
             embedded_seq=Greatest(F("embedded_seq"), through_seq), chunks=F("chunks") + len(batch)
         )
-    return len(batch)
+    return len(batch), through_seq
 
 
 def threads_behind(model: str | None = None) -> list[int]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.imports.records import session_files
-from threadmem.imports.service import FileImport, ImportReport
+from threadmem.imports.service import FileImport, ImportReport, statistics_refresh
 
 POLL_SECONDS = 0.5
 
@@ -33,7 +33,13 @@ def follow_paths(
     on_problem: Callable[[str], None] | None = None,
     on_pass: Callable[[ImportReport], None] | None = None,
 ) -> ImportReport:
-    """Import what the files gain until ``stop`` is set (or ``seconds`` have passed)."""
+    """Import what the files gain until ``stop`` is set (or ``seconds`` have passed).
+
+    The planner's statistics are refreshed once, after the first pass that
+    imported anything (the catch-up on what the files already held): the
+    lines a live session appends later are few.
+    """
+    analyzed = False
     deadline = None if seconds is None else time.monotonic() + seconds
     files: dict[Path, FileImport] = {}
     while True:
@@ -46,6 +52,9 @@ def follow_paths(
             elif path.stat().st_size <= current.offset:
                 continue
             current.step(final=False)
+        if not analyzed and report.messages_new:
+            statistics_refresh()
+            analyzed = True
         if on_pass is not None:
             on_pass(report)
         remaining = poll_seconds if deadline is None else min(poll_seconds, deadline - time.monotonic())

@@ -1,7 +1,10 @@
 """The writes an import needs beside appends: a generation boundary, the agent's own summary, a grown message.
 
 Each takes the thread's row lock, as appends and compaction do, and is
-idempotent by source id: re-importing a file repeats none of them.
+idempotent by source id: re-importing a file repeats none of them. Inside
+an import's transaction they set no savepoint of their own (a failure ends
+the whole transaction, which the import then rolls back): a savepoint is
+two more round trips per call.
 """
 
 from __future__ import annotations
@@ -9,11 +12,12 @@ from __future__ import annotations
 import json
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from threadmem.lib.jsonleaves import string_leaves
-from threadmem.models import Chunk, Generation, Message, Thread, ToolArgument
+from threadmem.models import Chunk, EmbeddingProgress, Generation, Message, Thread, ToolArgument
 from threadmem.services import MessageIn
 
 
@@ -21,8 +25,10 @@ def _locked(thread: Thread) -> Thread:
     return Thread.objects.select_for_update().get(pk=thread.pk)
 
 
-def _refresh(thread: Thread) -> None:
-    thread.refresh_from_db(fields=["next_seq", "current_generation", "last_activity_at"])
+def _follow(thread: Thread, locked: Thread) -> None:
+    """The caller's instance takes the values the locked one wrote (no query)."""
+    thread.next_seq, thread.current_generation = locked.next_seq, locked.current_generation
+    thread.last_activity_at = locked.last_activity_at
 
 
 def _holds(thread: Thread, source_id: str) -> bool:
@@ -30,19 +36,25 @@ def _holds(thread: Thread, source_id: str) -> bool:
 
 
 def _close_current(thread: Thread, *, now) -> int:
-    """Close the locked thread's current generation and open the next (empty); answer its number."""
+    """Close the locked thread's current generation and open the next (empty); answer its number.
+
+    The thread row is written with its ``next_seq`` as the instance holds it
+    (``_insert`` counts it up without a query of its own).
+    """
     closing = thread.current_generation
     following = closing + 1
     Generation.objects.filter(thread=thread, number=closing).update(state=Generation.State.CLOSED, closed_at=now)
     Generation.objects.create(thread=thread, number=following)
-    Thread.objects.filter(pk=thread.pk).update(current_generation=following, last_activity_at=now)
-    thread.current_generation = following
+    Thread.objects.filter(pk=thread.pk).update(
+        current_generation=following, last_activity_at=now, next_seq=thread.next_seq
+    )
+    thread.current_generation, thread.last_activity_at = following, now
     return following
 
 
 def _insert(thread: Thread, message: MessageIn, *, generation: int, now, **extra: object) -> Message:
+    """Store the message at the locked thread's next seq; the caller writes ``thread.next_seq`` to the row."""
     seq = thread.next_seq
-    Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + 1)
     thread.next_seq = seq + 1
     stored = Message.objects.create(
         thread=thread,
@@ -69,14 +81,14 @@ def generation_close_imported(*, thread: Thread, event: MessageIn) -> bool:
 
     Answers False (and changes nothing) when the thread already holds the event.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         locked = _locked(thread)
         if _holds(locked, event.source_id):
             return False
         now = timezone.now()
         _insert(locked, event, generation=locked.current_generation, now=now)
         _close_current(locked, now=now)
-    _refresh(thread)
+    _follow(thread, locked)
     return True
 
 
@@ -89,7 +101,7 @@ def generation_summary_imported(*, thread: Thread, summary: MessageIn, origin: s
     already has one, or there is none) closes the current generation first.
     Answers None when the thread already holds it.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         locked = _locked(thread)
         if _holds(locked, summary.source_id):
             return None
@@ -109,18 +121,22 @@ def generation_summary_imported(*, thread: Thread, summary: MessageIn, origin: s
         Generation.objects.filter(thread=locked, number=locked.current_generation - 1).update(
             summary_message=stored, state=Generation.State.CLOSED
         )
-    _refresh(thread)
+        Thread.objects.filter(pk=locked.pk).update(next_seq=locked.next_seq)
+    _follow(thread, locked)
     return stored
 
 
 def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn) -> None:
     """A streamed message imported before all its blocks were written: store it as it is now.
 
-    Its tool-argument leaves are rewritten and its embedded pieces dropped
-    (the embedding backfill takes it again); the generation's running
-    total grows by the difference.
+    Its tool-argument leaves are rewritten and its embedded pieces dropped;
+    every model's ``embedded_seq`` ("everything up to here is embedded") goes
+    back to just before it, so the next embedding run (the hook after the
+    file, or the backfill) embeds it again, and skips the later messages that
+    still have their pieces. The generation's running total grows by the
+    difference.
     """
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         _locked(thread)
         stored = Message.objects.filter(pk=message_id, thread=thread).first()
         if stored is None:
@@ -130,7 +146,7 @@ def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn
             old_size += len(json.dumps([c["arguments"] for c in stored.tool_calls], ensure_ascii=False).encode())
         Message.objects.filter(pk=message_id).update(content=message.content, tool_calls=message.tool_calls)
         ToolArgument.objects.filter(message_id=message_id).delete()
-        Chunk.objects.filter(message_id=message_id).delete()
+        _drop_embedding(stored)
         ToolArgument.objects.bulk_create(
             ToolArgument(
                 message_id=message_id,
@@ -148,3 +164,16 @@ def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn
             Generation.objects.filter(thread=thread, number=stored.generation).update(
                 visible_chars=F("visible_chars") + (message.size - old_size)
             )
+
+
+def _drop_embedding(message: Message) -> None:
+    """Delete the message's pieces and move each model's progress back before it."""
+    dropped = dict(Chunk.objects.filter(message_id=message.pk).values_list("model").annotate(n=Count("id")).order_by())
+    Chunk.objects.filter(message_id=message.pk).delete()
+    for model, count in dropped.items():
+        EmbeddingProgress.objects.filter(thread_id=message.thread_id, model=model).update(
+            chunks=Greatest(F("chunks") - count, 0)
+        )
+    EmbeddingProgress.objects.filter(thread_id=message.thread_id, embedded_seq__gte=message.seq).update(
+        embedded_seq=message.seq - 1
+    )

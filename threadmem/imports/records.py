@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from threadmem.services import MessageIn
 
 FORMATS = ("claude-code", "openai")
@@ -48,8 +50,12 @@ Item = Msg | Boundary | Summary | Problem
 @dataclass
 class Line:
     number: int  # 1-based
-    text: str
+    raw: bytes  # without its "\n"
     end_offset: int  # byte offset just after the line's "\n"
+
+    @property
+    def text(self) -> str:
+        return self.raw.decode("utf-8", errors="replace")
 
 
 def read_complete_lines(handle: IO[bytes], *, offset: int, line_number: int, final: bool) -> Iterator[Line]:
@@ -70,11 +76,11 @@ def read_complete_lines(handle: IO[bytes], *, offset: int, line_number: int, fin
             if final and _is_json(raw):
                 offset += len(raw)
                 line_number += 1
-                yield Line(line_number, raw.decode("utf-8", errors="replace"), offset)
+                yield Line(line_number, raw, offset)
             return
         offset += len(raw)
         line_number += 1
-        yield Line(line_number, raw[:-1].decode("utf-8", errors="replace"), offset)
+        yield Line(line_number, raw[:-1], offset)
 
 
 def _is_json(raw: bytes) -> bool:
@@ -86,13 +92,22 @@ def _is_json(raw: bytes) -> bool:
 
 
 def load_record(line: Line) -> dict[str, Any] | Problem | None:
-    """The line's JSON object; None for a blank line; a Problem for anything else."""
-    if not line.text.strip():
+    """The line's JSON object; None for a blank line; a Problem for anything else.
+
+    orjson (the API's own parser) reads the bytes as they are; what it
+    refuses (invalid UTF-8, a lone surrogate, NaN, an integer past 64 bits)
+    is read again by the json module, so a line means what it always meant
+    and the checks after parsing name the problem.
+    """
+    if not line.raw.strip():
         return None
     try:
-        record = json.loads(line.text)
-    except ValueError as exc:
-        return Problem(line.number, f"not JSON: {exc}")
+        record = orjson.loads(line.raw)
+    except orjson.JSONDecodeError:
+        try:
+            record = json.loads(line.text)
+        except ValueError as exc:
+            return Problem(line.number, f"not JSON: {exc}")
     if not isinstance(record, dict):
         return Problem(line.number, f"not a JSON object but {type(record).__name__}")
     return record

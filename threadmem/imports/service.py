@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 
 from threadmem import services
 from threadmem.errors import Conflict, InvalidInput, NotFound
@@ -39,6 +39,10 @@ from threadmem.imports.records import (
 from threadmem.models import Generation, Message, Thread, ToolArgument
 
 BATCH_SIZE = 500
+# A transaction per this much of a file (FileImport.step).
+COMMIT_BYTES = 8 * 1024 * 1024
+# The tables a bulk import fills, analyzed once per run (``statistics_refresh``).
+ANALYZED_TABLES = ("threadmem_message", "threadmem_toolargument")
 MAX_REPORTED_PROBLEMS = 100
 TASK_TOOL_NAMES = ("Task", "Agent")
 CLAUDE_CODE = "claude-code"
@@ -83,17 +87,18 @@ def thread_for_import(
     thread = Thread.objects.filter(channel=channel).first()
     if thread is None:
         try:
-            with transaction.atomic():
-                thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
-                thread.source_format, thread.source_path, thread.source_session_id = (
-                    source_format,
-                    source_path[:1000],
-                    session_id[:255],
-                )
-                thread.save(update_fields=["source_format", "source_path", "source_session_id"])
-                return thread
+            # Inside the import's transaction (FileImport.step): the source fields commit with the thread.
+            thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
         except Conflict:  # created meanwhile: check whose it is
             thread = Thread.objects.get(channel=channel)
+        else:
+            thread.source_format, thread.source_path, thread.source_session_id = (
+                source_format,
+                source_path[:1000],
+                session_id[:255],
+            )
+            thread.save(update_fields=["source_format", "source_path", "source_session_id"])
+            return thread
     if thread.owner_id != owner.pk:
         raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
     return thread
@@ -126,16 +131,17 @@ class ThreadWriter:
                 self.flush()
         elif isinstance(item, Boundary):
             self.flush()
-            if generation_close_imported(thread=self._thread(), event=item.event):
-                self.report.messages_new += 1
-            else:
-                self.report.messages_known += 1
+            self._count(generation_close_imported(thread=self._thread(), event=item.event))
         elif isinstance(item, Summary):
             self.flush()
-            if generation_summary_imported(thread=self._thread(), summary=item.message, origin=self.origin):
-                self.report.messages_new += 1
-            else:
-                self.report.messages_known += 1
+            stored = generation_summary_imported(thread=self._thread(), summary=item.message, origin=self.origin)
+            self._count(stored is not None)
+
+    def _count(self, new: bool) -> None:
+        if new:
+            self.report.messages_new += 1
+        else:
+            self.report.messages_known += 1
 
     def flush(self) -> None:
         if not self._batch:
@@ -153,11 +159,11 @@ class ThreadWriter:
                 message_grow_imported(thread=thread, message_id=row.id, message=message_in)
                 self.report.messages_grown += 1
 
-    def finish(self) -> None:
+    def finish(self, hooks_due: dict[int, Thread]) -> None:
+        """Store what is left; the thread's after-append hooks are due once the transaction commits."""
         self.flush()
         if self.thread is not None:
-            # Embeddings and the automatic compaction check, once per file, not per batch.
-            services.after_append(self.thread)
+            hooks_due[self.thread.pk] = self.thread
 
 
 class FileImport:
@@ -187,22 +193,42 @@ class FileImport:
         report.files += 1
 
     def step(self, *, final: bool, progress: Callable[[int], None] | None = None) -> int:
-        """Import the complete lines written since the last step; answer the bytes consumed."""
+        """Import the complete lines written since the last step; answer the bytes consumed.
+
+        The writes go in one transaction per COMMIT_BYTES of the file (the
+        thread, its batches, boundaries and summary commit together: a
+        commit per batch made small sessions pay a WAL flush per batch), and
+        the after-append hooks run once each has committed.
+        """
         start = reported = self.offset
+        hooks_due: dict[int, Thread] = {}
         with self.path.open("rb") as handle:
-            for line in read_complete_lines(handle, offset=self.offset, line_number=self.line_number, final=final):
-                self.report.lines += 1
-                if self.fmt == CLAUDE_CODE:
-                    self._take(self.parser.feed(line), self.writer)
-                else:
-                    self._conversation(line)
-                self.offset, self.line_number = line.end_offset, line.number
-                if progress is not None and line.number % 256 == 0:
-                    progress(self.offset - reported)
-                    reported = self.offset
-        if self.fmt == CLAUDE_CODE:
-            self._take(self.parser.flush(), self.writer)
-            self.writer.finish()
+            lines = read_complete_lines(handle, offset=self.offset, line_number=self.line_number, final=final)
+            more = True
+            while more:
+                window, more = self.offset, False
+                with transaction.atomic():
+                    for line in lines:
+                        self.report.lines += 1
+                        if self.fmt == CLAUDE_CODE:
+                            self._take(self.parser.feed(line), self.writer)
+                        else:
+                            self._conversation(line, hooks_due)
+                        self.offset, self.line_number = line.end_offset, line.number
+                        if progress is not None and line.number % 256 == 0:
+                            progress(self.offset - reported)
+                            reported = self.offset
+                        if self.offset - window >= COMMIT_BYTES:
+                            more = True
+                            break
+                    if self.fmt == CLAUDE_CODE:
+                        if not more:
+                            self._take(self.parser.flush(), self.writer)
+                        self.writer.finish(hooks_due)
+                for thread in hooks_due.values():
+                    # Embeddings and the automatic compaction check: once per file and transaction, not per batch.
+                    services.after_append(thread)
+                hooks_due.clear()
         if progress is not None:
             progress(self.offset - reported)
         self.report.bytes += self.offset - start
@@ -217,7 +243,7 @@ class FileImport:
             else:
                 writer.add(item)
 
-    def _conversation(self, line: Line) -> None:
+    def _conversation(self, line: Line, hooks_due: dict[int, Thread]) -> None:
         items = openai_chat.conversation_items(line)
         if not items:
             return
@@ -234,7 +260,7 @@ class FileImport:
 
         writer = ThreadWriter(report=self.report, thread_factory=thread, origin=OPENAI)
         self._take(items, writer)
-        writer.finish()
+        writer.finish(hooks_due)
 
     # --- Claude Code threads -------------------------------------------------
 
@@ -317,4 +343,19 @@ def import_paths(
             source_path=source_path,
             on_problem=on_problem,
         ).step(final=True, progress=progress)
+    if report.messages_new:
+        statistics_refresh()
     return report
+
+
+def statistics_refresh() -> None:
+    """PostgreSQL: ANALYZE the tables an import filled, so the planner sees the new rows.
+
+    Global search picks its plan from these statistics; autovacuum would
+    catch up only after its threshold and naptime. Once per import run (or
+    per ``--follow`` catch-up), never per batch: it samples the whole table.
+    """
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {', '.join(ANALYZED_TABLES)}")

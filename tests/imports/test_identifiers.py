@@ -1,0 +1,39 @@
+"""After import, search finds in the old generation identifiers that Claude Code's own summary dropped.
+
+The identifiers are examples ``bench/identifiers.py`` prints: each occurs in
+exactly one tool output before the session's compaction, and not in the
+summary Claude Code wrote of it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+from tests.imports.support import LONG, OTHER_LONG, data_dir
+from threadmem.models import Generation, Message, Thread
+from threadmem.search import search_memory
+
+pytestmark = pytest.mark.django_db
+
+DROPPED_BY_THE_SUMMARY = [
+    (LONG, "1bd593f"),  # a commit
+    (LONG, "spotter-rrm.1"),  # an issue id
+    (LONG, "0.10.0"),  # a version
+    (OTHER_LONG, "0c9d6d42-2e27-4a34-99be-27adf2147a5e"),  # a uuid
+    (OTHER_LONG, "../deps/phoenix/priv/static/phoenix.cjs.js"),  # a path
+    (OTHER_LONG, "dev.local"),  # a host
+]
+
+
+@pytest.mark.parametrize(("session", "identifier"), DROPPED_BY_THE_SUMMARY)
+def test_search_finds_in_the_old_generation_what_claude_codes_summary_dropped(owner, session, identifier):
+    call_command("import_sessions", "--format", "claude-code", "--owner", "owner", str(data_dir() / f"{session}.jsonl"))
+    thread = Thread.objects.get(channel=f"claude-code:{session}")
+    old = Generation.objects.get(thread=thread, number=1)
+    (output,) = Message.objects.filter(thread=thread, generation=1, role="tool", content__contains=identifier)
+    assert identifier not in old.summary_message.content
+
+    hits = search_memory(user=owner, query=identifier, channel=thread.channel).hits
+
+    assert output.pk in {hit.message_id for hit in hits}
