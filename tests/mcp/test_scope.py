@@ -49,3 +49,22 @@ def test_isolated_threads_and_messages_are_out_of_reach_for_everyone(alice, alic
     own_channel = calls(alice, ("search_memory", {"query": "staging", "channel": alice_thread.channel}))[0]
     assert own_channel.structured_content["literal_hits_total"] == 1  # an isolated thread stays searchable by channel
     assert Message.objects.filter(id=hidden.id, isolated=True).exists()
+
+
+def test_a_cursor_pages_through_every_hit_over_mcp_as_over_rest(alice):
+    thread = make_thread(alice, "claude-code:alice-paged")
+    append(thread, *({"role": "user", "content": f"rollout step {n}: " + "y" * 700 + " rollout"} for n in range(40)))
+    seen: list[int] = []
+    arguments = {"query": "rollout", "channel": thread.channel}
+    for _ in range(40):
+        (page,) = calls(alice, ("search_memory", arguments))
+        assert not page.is_error and len(text_of(page)) <= 12_000
+        seen += [hit["message_id"] for hit in page.structured_content["hits"]]
+        cursor = page.structured_content["next_cursor"]
+        if cursor is None:
+            break
+        assert f'cursor="{cursor}"' in text_of(page)
+        arguments = {**arguments, "cursor": cursor}
+    assert sorted(seen) == sorted(set(seen)) and len(seen) == 40
+    (forged,) = calls(alice, ("search_memory", {**arguments, "cursor": "not-a-cursor"}))
+    assert forged.is_error and "cursor" in text_of(forged)
