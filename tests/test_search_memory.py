@@ -319,6 +319,7 @@ postgres_only = pytest.mark.skipif(
 def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_messages(
     owner, thread, broad_store, settings
 ):
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000  # no accident on a busy machine
     result = search_memory(user=owner, query="zircon-5")
@@ -337,6 +338,7 @@ def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_mes
 @pytest.mark.django_db(transaction=True)
 @postgres_only
 def test_a_global_search_that_runs_out_of_time_says_so_instead_of_running_on(owner, broad_store, settings):
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 1
     # Another session holds the messages table: both attempts wait until their budgets run out.

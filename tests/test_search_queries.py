@@ -193,6 +193,7 @@ def test_a_search_without_hits_skips_the_windows(owner, thread, django_assert_nu
 def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
     owner, thread, hits, django_assert_num_queries, settings
 ):
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
     fill(thread, hits)
@@ -253,6 +254,7 @@ def test_outside_a_transaction_a_global_search_leaves_the_session_settings_alone
 ):
     # Autocommit, as in production: the budget's settings and the log row's
     # asynchronous commit go with their statements and end with them.
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = budget_ms
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
     fill(thread, 40)

@@ -38,7 +38,8 @@ def test_the_path_setting_forces_a_threads_plan_and_auto_chooses_by_size(setting
 @pytest.mark.parametrize("path", ["scan", "index"])
 def test_it_never_forces_the_global_scope_or_sqlite(settings, path):
     settings.THREADMEM_SEARCH_PATH = path
-    assert choose_plan(SimpleNamespace(is_global=True, visible_bytes=0), POSTGRES) == MatchPlan.INDEX_THEN_RECENT
+    operators_global = SimpleNamespace(is_global=True, visible_bytes=0, readable_thread_ids=None)
+    assert choose_plan(operators_global, POSTGRES) == MatchPlan.INDEX_THEN_RECENT
     assert choose_plan(thread_of(LARGE), SimpleNamespace(vendor="sqlite", has_extension=False)) == MatchPlan.SCAN
 
 
@@ -49,3 +50,19 @@ def test_the_knobs_read_as_one_frozen_object(settings):
     assert tuning.path == SearchPath.AUTO
     with pytest.raises(AttributeError):
         tuning.index_budget_ms = 8  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("visible_bytes", "path", "plan"),
+    [
+        (999_999, "auto", MatchPlan.SCAN),
+        (999_999, "scan", MatchPlan.SCAN),
+        (999_999, "index", MatchPlan.INDEX_THEN_RECENT),
+        (1_000_001, "auto", MatchPlan.INDEX_THEN_RECENT),
+    ],
+)
+def test_an_owners_global_scope_as_small_as_a_scanned_thread_is_read_whole(settings, visible_bytes, path, plan):
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 1_000_000
+    settings.THREADMEM_SEARCH_PATH = path
+    owners_global = SimpleNamespace(is_global=True, visible_bytes=visible_bytes, readable_thread_ids=(1, 2))
+    assert choose_plan(owners_global, POSTGRES) == plan

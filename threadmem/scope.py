@@ -11,10 +11,11 @@ from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from threadmem.errors import NotFound
-from threadmem.models import Message, Thread, searchable_q
+from threadmem.models import Generation, Message, Thread, searchable_q
 from threadmem.selectors import ScopePart, is_operator, scope_filter
 
 # The channel a caller passes to search every thread they may read (as if they passed none).
@@ -35,9 +36,10 @@ class SearchScope:
     # column instead of joining every thread. None for an operator: the
     # literal SQL leaves out the isolated threads itself (literal/filters.py, scope_sql).
     readable_thread_ids: tuple[int, ...] | None = None
-    # Thread scope: an upper bound of the bytes of text in it (the threads'
-    # running totals, models.Generation.visible_chars). The literal part on
-    # PostgreSQL scans a scope this small instead of asking the trigram index.
+    # Thread scope, and a non-operator's global scope: an upper bound of the
+    # bytes of text in it (the threads' running totals,
+    # models.Generation.visible_chars). The literal part on PostgreSQL scans a
+    # scope this small instead of asking the trigram index.
     visible_bytes: int = 0
 
     @property
@@ -103,9 +105,23 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
     if channel is None or channel == GLOBAL_CHANNEL:
         if operator:
             return SearchScope(user=user, operator=True, channel=None)
-        # order_by(): Thread's default ordering would sort ids that are only a filter.
-        readable = tuple(Thread.objects.filter(owner=user, isolated=False).order_by().values_list("id", flat=True))
-        return SearchScope(user=user, operator=False, channel=None, readable_thread_ids=readable)
+        # order_by(): Thread's default ordering would sort ids that are only a filter. The running totals
+        # come in the same statement: an owner's store small enough is read whole, like a thread.
+        totals = Generation.objects.filter(thread=OuterRef("pk")).order_by().values("thread")
+        rows = (
+            Thread.objects.filter(owner=user, isolated=False)
+            .order_by()
+            .annotate(visible=Coalesce(Subquery(totals.annotate(total=Sum("visible_chars")).values("total")), 0))
+            .values_list("id", "visible")
+        )
+        readable = tuple(rows)
+        return SearchScope(
+            user=user,
+            operator=False,
+            channel=None,
+            readable_thread_ids=tuple(thread_id for thread_id, _ in readable),
+            visible_bytes=sum(int(visible) for _, visible in readable),
+        )
     with connection.cursor() as cursor:
         cursor.execute(_CHAIN_SQL, [channel])
         chain = [ChainRow._make(row) for row in cursor.fetchall()]

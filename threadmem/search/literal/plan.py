@@ -50,7 +50,9 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     A small thread is scanned because there the index path costs more than
     reading it: planning compiles the pattern into a trigram graph, and a
     word common across the store makes the index read long posting lists. A
-    larger thread goes through the indexes. With threadmem_search they get
+    larger thread goes through the indexes, and so does a non-operator's global
+    scope (their own threads) only when it holds more than a scanned thread
+    would. With threadmem_search they get
     about a scan's time, since a term whose trigrams are all common across
     the store costs the index more than the thread; without it the thread's
     spelling of the terms is learnt first. The global scope has no end to
@@ -59,9 +61,15 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     """
     if dialect.vendor != "postgresql":
         return MatchPlan.SCAN
-    if scope.is_global:
-        return MatchPlan.INDEX_THEN_RECENT
     tuning = SearchTuning.from_settings()
+    if scope.is_global:
+        # An owner's whole store, when it is as small as a thread that would be
+        # scanned, is read to the end too: complete, with no time budget to run
+        # out of under load. An operator's (every thread) never is.
+        small_owner = scope.readable_thread_ids is not None and scope.visible_bytes <= tuning.thread_scan_bytes
+        if small_owner and tuning.path != SearchPath.INDEX:
+            return MatchPlan.SCAN
+        return MatchPlan.INDEX_THEN_RECENT
     if tuning.path == SearchPath.SCAN or (
         tuning.path == SearchPath.AUTO and scope.visible_bytes <= tuning.thread_scan_bytes
     ):
