@@ -129,7 +129,7 @@ class Message(models.Model):
     # The message's id where it came from: a client's own message id, an
     # imported record's uuid. Unique in its thread, so a retried append or a
     # re-imported file stores nothing twice ("" means none was given).
-    source_id = models.CharField(max_length=255, blank=True, default="")
+    source_id = models.CharField(max_length=255, blank=True, default="", db_default="")
     model_visible = models.BooleanField(default=True)
     isolated = models.BooleanField(default=False)
     superseded_by = models.ForeignKey(

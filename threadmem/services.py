@@ -23,7 +23,7 @@ from django.utils import timezone
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
 from threadmem.lib.validate import check_text, check_tool_calls, require_keys
 from threadmem.models import Generation, IsolationEvent, Message, Thread
-from threadmem.store import MessageIn, StoredMessage, store_orm, store_pg
+from threadmem.store import MessageIn, StoredMessage, analyze_after_bulk_write, store_orm, store_pg
 
 CHANNEL_MAX_CHARS = 255
 TITLE_MAX_CHARS = 500
@@ -292,12 +292,21 @@ def messages_store(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: 
     thread.next_seq = stored[-1].seq + 1
     thread.current_generation = generation
     thread.last_activity_at = now
+    _refresh_statistics(len(messages))
     if run_hooks:
         after_append(thread)
     if known:
         new = iter(stored)
         return [known[m.source_id] if m.source_id in known else next(new) for m in asked]
     return stored
+
+
+def _refresh_statistics(rows: int) -> None:
+    """After the commit, as the after-append hooks: a failure is logged, never raised (the messages are stored)."""
+    try:
+        analyze_after_bulk_write(rows)
+    except Exception:
+        logger.exception("refreshing the planner's statistics after %s messages failed; the messages are stored", rows)
 
 
 def _stored_by_source_id(thread: Thread, messages: Sequence[MessageIn]) -> dict[str, StoredMessage]:
