@@ -34,9 +34,8 @@ os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)
 
 import django  # noqa: E402
 from database import ensure_database  # noqa: E402
+from sessions import DATA, LONG_SESSIONS  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "claude-code"
-LONG_SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d", "8463c716-a2ea-4c14-9efa-87158ebd9f20")
 CHANNEL_PREFIX = "bench:identifiers:"
 
 # What counts as an identifier: the things an agent needs verbatim later and a summary tends to drop.

@@ -58,9 +58,8 @@ os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)
 
 import django  # noqa: E402
 from database import ensure_database  # noqa: E402
+from sessions import DATA, LONG_SESSIONS, repeated, templates  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "claude-code"
-LONG_SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d", "8463c716-a2ea-4c14-9efa-87158ebd9f20")
 TARGET_RATIO = 0.80
 CHANNEL_PREFIX = "bench:import:"
 MB = 1024 * 1024
@@ -244,37 +243,18 @@ def throughput(runs: int, repeat: int) -> dict[str, float]:
 # --- peak memory ----------------------------------------------------------------
 
 
-def _ids_of(record: dict[str, Any]) -> list[str]:
-    """The ids a record is known by (its own, its parent's, its API message's, its tool calls')."""
-    ids = [record.get("uuid"), record.get("parentUuid"), record.get("logicalParentUuid")]
-    message = record.get("message")
-    if isinstance(message, dict):
-        ids.append(message.get("id"))
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict):
-                ids += [block.get("id"), block.get("tool_use_id")]
-    return [i for i in ids if isinstance(i, str) and i]
-
-
 def synthetic_session(path: Path, megabytes: int) -> int:
     """Write the long sessions again and again, with fresh ids each time, up to ``megabytes``; answer lines."""
-    templates = []
-    for name in LONG_SESSIONS:
-        for raw in (DATA / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
-            if raw.strip():
-                templates.append((raw, _ids_of(json.loads(raw))))
-    written = lines = repetition = 0
+    lines = templates(DATA / f"{name}.jsonl" for name in LONG_SESSIONS)
+    written = count = repetition = 0
     with path.open("w", encoding="utf-8") as handle:
         while written < megabytes * MB:
             repetition += 1
-            for raw, ids in templates:
-                for old in ids:
-                    raw = raw.replace(f'"{old}"', f'"{old}-r{repetition}"')
+            for raw in repeated(lines, repetition):
                 handle.write(raw + "\n")
                 written += len(raw.encode("utf-8")) + 1
-                lines += 1
-    return lines
+                count += 1
+    return count
 
 
 def _status_kb(field: str) -> int:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "claude-code"
-LONG = "258c7280-ae70-4798-800f-63464d01a85d"
-OTHER_LONG = "8463c716-a2ea-4c14-9efa-87158ebd9f20"
+from bench.sessions import DATA, LONG_SESSIONS, repeated, templates
+
+LONG, OTHER_LONG = LONG_SESSIONS
 
 
 def data_dir() -> Path:
@@ -59,26 +59,11 @@ def raw_expectations(path: Path) -> dict:
     }
 
 
-def _ids_of(record: dict) -> list[str]:
-    """The ids a Claude Code record is known by: its own, its parent's, its API message's, its tool calls'."""
-    ids = [record.get("uuid"), record.get("parentUuid"), record.get("logicalParentUuid")]
-    message = record.get("message")
-    if isinstance(message, dict):
-        ids.append(message.get("id"))
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict):
-                ids += [block.get("id"), block.get("tool_use_id")]
-    return [i for i in ids if isinstance(i, str) and i]
-
-
 def write_repeated_session(source: Path, target: Path, *, times: int) -> int:
     """``source`` written ``times`` times into ``target``, each time with fresh ids (a longer session); bytes."""
-    lines = [(raw, _ids_of(json.loads(raw))) for raw in source.read_text(encoding="utf-8").splitlines() if raw.strip()]
+    lines = templates([source])
     with target.open("w", encoding="utf-8") as handle:
         for repetition in range(1, times + 1):
-            for raw, ids in lines:
-                for old in ids:
-                    raw = raw.replace(f'"{old}"', f'"{old}-r{repetition}"')
+            for raw in repeated(lines, repetition):
                 handle.write(raw + "\n")
     return target.stat().st_size
