@@ -1,28 +1,22 @@
 """Shared fixtures: the three personas (owner, other user, admin) plus an operator,
-API clients authenticated with real DRF tokens, and row factories."""
+API clients authenticated with real DRF tokens; the row factories are tests/support/factories.py."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.contrib.auth import get_user_model
 from django.db import connection
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from threadmem import services
-from threadmem.models import Message, Thread
+from tests.support.factories import console_client, make_thread, make_user, token_client
+from tests.support.search import skip_without_search_extension
+from threadmem.models import Thread
 
 # Settings make up a key under pytest and never write .secret_key; the
 # processes the tests start (Celery workers, manage.py) use the same one.
 os.environ.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
-
-
-def make_user(username: str, **flags: Any):
-    return get_user_model().objects.create_user(username=username, password=f"{username}-password", **flags)
 
 
 @pytest.fixture
@@ -46,13 +40,6 @@ def admin(db):
     return make_user("admin", is_staff=True, is_superuser=True)
 
 
-def token_client(user) -> APIClient:
-    client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
-
-
 @pytest.fixture
 def owner_api(owner) -> APIClient:
     return token_client(owner)
@@ -73,29 +60,9 @@ def admin_api(admin) -> APIClient:
     return token_client(admin)
 
 
-def make_thread(owner, channel: str | None = None, **kwargs: Any) -> Thread:
-    return services.thread_create(owner=owner, channel=channel, **kwargs)
-
-
-def append(thread: Thread, *messages: dict[str, Any]) -> list[Message]:
-    return services.messages_append(thread=thread, messages=services.messages_parse(list(messages)))
-
-
 @pytest.fixture
 def thread(owner) -> Thread:
     return make_thread(owner, "slack:C042/1700000000.1", title="deploy the staging box")
-
-
-def row_counts() -> dict[str, int]:
-    """What a refused request must leave unchanged."""
-    from threadmem.models import IsolationEvent, ToolArgument
-
-    return {
-        "threads": Thread.objects.count(),
-        "messages": Message.objects.count(),
-        "tool_arguments": ToolArgument.objects.count(),
-        "isolation_events": IsolationEvent.objects.count(),
-    }
 
 
 # The ways a thread search may match: on PostgreSQL a scan of the thread's
@@ -106,14 +73,6 @@ def row_counts() -> dict[str, int]:
 THREAD_MATCH_PATHS = (
     ("index", "spelled", "scan", "fast-index", "fast-scan") if connection.vendor == "postgresql" else ("scan",)
 )
-
-
-def skip_without_search_extension() -> None:
-    """Skip a test of threadmem_search's paths where the test database lacks the extension."""
-    from threadmem.search.literal.dialects import has_search_extension
-
-    if not has_search_extension():
-        pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
 
 
 @pytest.fixture(params=THREAD_MATCH_PATHS)
@@ -149,14 +108,6 @@ def fresh_cache():
 # --- console (server-rendered pages): session-authenticated test clients ---
 
 
-def console_client(user):
-    from django.test import Client
-
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 @pytest.fixture
 def owner_console(owner):
     return console_client(owner)
@@ -177,7 +128,7 @@ def admin_console(admin):
 
 @pytest.fixture(scope="session")
 def fake_openai_server():
-    from tests.fake_openai import FakeOpenAI
+    from tests.support.fake_openai import FakeOpenAI
 
     server = FakeOpenAI().start()
     yield server
@@ -186,7 +137,7 @@ def fake_openai_server():
 
 @pytest.fixture
 def fake_openai(fake_openai_server, settings):
-    """The fake OpenAI-compatible server (tests/fake_openai.py), reset, with the chat model pointed at it.
+    """The fake OpenAI-compatible server (tests/support/fake_openai.py), reset, with the chat model pointed at it.
 
     Sets OPENAI_BASE_URL, OPENAI_API_KEY and THREADMEM_CHAT_MODEL; a test
     that wants embeddings sets ``settings.THREADMEM_EMBEDDING_MODEL =
@@ -228,35 +179,3 @@ def celery_mode(request):
     app.conf.task_always_eager = not is_worker_test
     yield
     app.conf.task_always_eager = previous
-
-
-# --- search (issue 3): generations made by hand, the literal part of a result ---
-
-
-def open_generation(thread: Thread, summary: str) -> Message:
-    """What a compaction leaves behind, made directly: the summary opening generation N+1.
-
-    The search tests need generations, not the compaction machinery.
-    """
-    from django.db.models import F
-
-    from threadmem.models import Generation
-
-    thread.refresh_from_db()
-    closing = thread.current_generation
-    number = closing + 1
-    seq = thread.next_seq
-    Thread.objects.filter(pk=thread.pk).update(current_generation=number, next_seq=F("next_seq") + 1)
-    summary_message = Message.objects.create(
-        thread=thread, generation=number, seq=seq, role=Message.Role.SYSTEM, kind=Message.Kind.SUMMARY, content=summary
-    )
-    Generation.objects.filter(thread=thread, number=closing).update(state="closed", summary_message=summary_message)
-    Generation.objects.create(thread=thread, number=number)
-    thread.refresh_from_db()
-    return summary_message
-
-
-def literal_part_of(text: str) -> str:
-    """The literal part of a search_memory text: after the two header lines, up to the more-hits line."""
-    rest = text.split("\n", 2)[2] if text.count("\n") >= 2 else ""
-    return rest[: rest.index("\n\n## Other memory results")] if "\n\n## Other memory results" in rest else ""

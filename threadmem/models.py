@@ -91,7 +91,7 @@ class MessageQuerySet(models.QuerySet):
     summaries included). ``searchable()``: what every model-facing read and
     search may show; the literal search's raw SQL
     (``search.literal.filters.searchable_sql``) is held equal to it by
-    tests/test_search_filters.py.
+    tests/search/test_filters.py.
     """
 
     def visible(self) -> MessageQuerySet:

@@ -25,7 +25,7 @@ def message_data(
 
     Batch appends answer with every stored message; at 1,000 messages a batch
     the generic serializer costs a noticeable share of the request
-    (bench/ingest.py). tests/test_api_messages.py pins that both agree.
+    (bench/ingest.py). tests/api/test_messages.py pins that both agree.
     ``created_at`` is the rendered time when the caller has it already.
     ``hide_isolated``: an isolated message keeps its place and flags, without
     its content or tool calls (non-staff callers hold the agent's token, SPEC §1).

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.imports.support import LONG, OTHER_LONG, data_dir, raw_expectations, raw_records
+from tests.support.sessions import LONG, OTHER_LONG, data_dir, raw_expectations, raw_records
 from threadmem.models import Generation, Message, Thread
 from threadmem.search import search_memory
 from threadmem.selectors import context_messages

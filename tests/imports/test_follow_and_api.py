@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import connection
 
-from tests.conftest import make_thread, row_counts
-from tests.imports.support import data_dir
+from tests.support.factories import make_thread, row_counts
+from tests.support.sessions import data_dir
 from threadmem.management.commands.import_sessions import Command
 from threadmem.models import Import, Message, Thread
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.imports.support import LONG, data_dir
+from tests.support.sessions import LONG, data_dir
 from threadmem.embeddings import service as embedding_service
 from threadmem.embeddings.chunks import message_pieces
 from threadmem.imports.service import import_paths

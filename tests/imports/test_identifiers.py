@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from tests.imports.support import LONG, OTHER_LONG, data_dir
+from tests.support.sessions import LONG, OTHER_LONG, data_dir
 from threadmem.models import Generation, Message, Thread
 from threadmem.search import search_memory
 

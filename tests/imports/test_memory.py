@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from tests.imports.support import LONG, data_dir, write_repeated_session
+from tests.support.sessions import LONG, data_dir, write_repeated_session
 from threadmem.imports.service import import_paths
 from threadmem.models import Message
 

@@ -6,8 +6,8 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import append, make_thread
-from tests.mcp.conftest import SECRET, http_session, run, text_of, token_of
+from tests.support.factories import append, make_thread
+from tests.support.mcp_client import SECRET, http_session, run, text_of, token_of
 from threadmem.models import Message, ToolCall
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from tests.mcp.conftest import run, text_of
+from tests.support.mcp_client import run, text_of
 from threadmem.mcp.server import build_server
 from threadmem.models import Message, ToolCall
 from threadmem.tools import run_tool

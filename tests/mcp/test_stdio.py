@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import append, make_thread, token_client
-from tests.mcp.conftest import ROOT, SECRET, child_env, run, stdio_server, text_of, token_of
+from tests.support.factories import append, make_thread, token_client
+from tests.support.mcp_client import ROOT, SECRET, child_env, run, stdio_server, text_of, token_of
 from threadmem.models import Message, ToolCall
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 

@@ -9,7 +9,8 @@ from django.core import signing
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.conftest import append, literal_part_of, make_thread
+from tests.support.factories import append, make_thread
+from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.errors import InvalidInput
 from threadmem.search import search_memory

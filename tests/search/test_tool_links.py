@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from tests.conftest import append, literal_part_of
+from tests.support.factories import append
+from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.models import Message
 from threadmem.search import message_context_read, search_memory

@@ -1,7 +1,7 @@
 """The filters every literal statement shares: which messages search may show, and the scope's threads.
 
 ``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL and
-``scope_sql`` is ``SearchScope.q`` as SQL; tests/test_search_filters.py holds
+``scope_sql`` is ``SearchScope.q`` as SQL; tests/search/test_filters.py holds
 every search path to the same rows as those definitions.
 """
 

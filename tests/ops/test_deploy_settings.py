@@ -1,0 +1,58 @@
+"""The documented production configuration passes Django's deployment checks, warnings included."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_deploy(**env: str) -> subprocess.CompletedProcess[str]:
+    """``manage.py check --deploy`` failing on warnings, with a strong SECRET_KEY, DEBUG off and ``env``."""
+    environment = {k: v for k, v in os.environ.items() if k != "THREADMEM_HTTPS"}
+    environment.update(SECRET_KEY=secrets.token_urlsafe(50), DEBUG="false", **env)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_under_the_documented_production_settings():
+    done = check_deploy(THREADMEM_HTTPS="true", ALLOWED_HOSTS="threadmem.example.com")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "no issues" in done.stdout
+
+
+def test_check_deploy_warns_without_them():
+    done = check_deploy()
+    assert done.returncode != 0
+    assert "security.W004" in done.stderr + done.stdout
+
+
+def test_importing_settings_writes_no_key_file_and_refuses_without_a_key(monkeypatch, tmp_path):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from threadmem import settings as settings_module
+
+    key_file = tmp_path / ".secret_key"
+    monkeypatch.setattr(settings_module, "SECRET_KEY_FILE", key_file)
+    monkeypatch.setattr(settings_module, "TESTING", False)
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    with pytest.raises(ImproperlyConfigured, match="make run"):
+        settings_module.secret_key(debug=False)
+    assert settings_module.secret_key(debug=True)  # DEBUG: a key for this process only
+    assert not key_file.exists()
+    key_file.write_text("from-the-file\n")
+    assert settings_module.secret_key(debug=False) == "from-the-file"
+    monkeypatch.setenv("SECRET_KEY", "from-the-environment")
+    assert settings_module.secret_key(debug=False) == "from-the-environment"

@@ -1,0 +1,72 @@
+"""MCP test helpers: the server as a stdio child or over HTTP, a bounded client conversation, a tool's text."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from rest_framework.authtoken.models import Token
+
+from tests.support.workers import database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+CALL_SECONDS = 60
+START_SECONDS = 60
+T = TypeVar("T")
+
+SECRET = "zebra-quartz-4471"  # alice's text; bob must never see it
+
+
+def run(main: Callable[[], Awaitable[T]]) -> T:
+    """Run one client conversation, bounded in time."""
+
+    async def bounded() -> T:
+        with anyio.fail_after(CALL_SECONDS):
+            return await main()
+
+    return anyio.run(bounded)
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != "THREADMEM_TOKEN"}
+    return {**env, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def stdio_server(token: str | None, **extra_env: str) -> StdioServerParameters:
+    env = child_env(**extra_env) if token is None else child_env(THREADMEM_TOKEN=token, **extra_env)
+    return StdioServerParameters(command=sys.executable, args=["manage.py", "mcp"], env=env, cwd=str(ROOT))
+
+
+@asynccontextmanager
+async def http_session(url: str, authorization: str | None) -> AsyncIterator[Client]:
+    headers = {"Authorization": authorization} if authorization else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=CALL_SECONDS) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
+
+
+def token_of(user) -> str:
+    return Token.objects.get_or_create(user=user)[0].key
+
+
+def text_of(result: Any) -> str:
+    assert len(result.content) == 1
+    return result.content[0].text
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

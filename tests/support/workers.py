@@ -1,0 +1,177 @@
+"""Real Celery worker processes for the ``worker`` tests: started on a queue of their own, pointed at
+pytest's test database and the loopback fake model server, stopped with their pool children."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from django.conf import settings
+from django.db import connection, connections
+from rest_framework.test import APIClient
+
+from tests.support.fake_openai import FakeOpenAI
+from threadmem.celery import app
+
+ROOT = Path(__file__).resolve().parents[2]
+CELERY = ROOT / ".venv" / "bin" / "celery"
+READY_SECONDS = 60
+WAIT_SECONDS = 60
+
+
+def database_url() -> str:
+    """pytest's test database, as a URL the worker processes' settings read."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    credentials = quote(db["USER"] or "", safe="")
+    if db.get("PASSWORD"):
+        credentials += ":" + quote(db["PASSWORD"], safe="")
+    host = f"{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}"
+    return f"postgres://{credentials}@{host}/{db['NAME']}"
+
+
+@dataclass
+class Workers:
+    queue: str
+    log_dir: Path
+    fake: FakeOpenAI
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def start(
+        self, name: str, *, pool: str = "prefork", extra_env: dict[str, str] | None = None, beat: bool = False
+    ) -> str:
+        node = f"{name}-{self.queue}@%h"
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(),
+            "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            "CELERY_TASK_DEFAULT_QUEUE": self.queue,
+            "OPENAI_BASE_URL": self.fake.base_url,
+            "OPENAI_API_KEY": self.fake.api_key,
+            "THREADMEM_CHAT_MODEL": self.fake.chat_model,
+            "THREADMEM_LLM_TIMEOUT": "90",
+            "THREADMEM_COMPACTION_RETRY_BACKOFF": "1",
+            **(extra_env or {}),
+        }
+        command = [str(CELERY), "-A", "threadmem", "worker", "-P", pool, "-n", node, "-Q", self.queue, "-l", "info"]
+        command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+        if pool == "prefork":
+            command += ["-c", "1"]
+        if beat:  # Celery beat inside this worker, its schedule file beside the logs
+            command += ["-B", "-s", str(self.log_dir / f"{name}-beat-schedule")]
+        log = open(self.log_dir / f"{name}.log", "w")  # noqa: SIM115  (closed with the process)
+        # A session of its own, so teardown can end the worker and its pool children together.
+        self.processes[name] = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.wait_for_log(name, " ready.", READY_SECONDS)
+        return name
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {name}\n{self.log(name)[-4000:]}" for name in self.processes)
+
+    def wait_for_log(self, name: str, text: str, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while text not in self.log(name):
+            if self.processes[name].poll() is not None:
+                raise AssertionError(f"worker {name} exited:\n{self.logs()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"worker {name} not ready in {seconds} s:\n{self.logs()}")
+            time.sleep(0.2)
+
+    def kill(self, name: str) -> None:
+        process = self.processes.pop(name)
+        with contextlib.suppress(ProcessLookupError):  # already gone
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for process in list(self.processes.values()):
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for name, process in list(self.processes.items()):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill(name)
+        self.processes.clear()
+
+    def queued(self) -> int:
+        """Messages waiting in the queue; a queue the broker does not know (Redis drops empty ones) holds none."""
+        with app.connection_for_write() as conn:
+            try:
+                return conn.default_channel.queue_declare(queue=self.queue, passive=True).message_count
+            except conn.channel_errors:
+                return 0
+
+    def purge(self) -> None:
+        # No such queue yet: nothing to purge.
+        with app.connection_for_write() as conn, contextlib.suppress(*conn.channel_errors):
+            conn.default_channel.queue_purge(self.queue)
+
+    def delete_queue(self) -> None:
+        with app.connection_for_write() as conn:
+            channel = conn.default_channel
+            try:
+                channel.queue_delete(self.queue)
+            except conn.channel_errors:
+                return
+            client = getattr(channel, "client", None)
+            if conn.transport_cls == "redis" or "redis" in type(client).__module__:
+                # Kombu's Redis transport keeps the exchange bindings of a queue name in keys of their own.
+                for key in client.scan_iter(match=f"_kombu.binding*.{self.queue}"):
+                    client.delete(key)
+
+
+def wait_until(condition: Callable[[], bool], workers: Workers, *, what: str, seconds: float = WAIT_SECONDS) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}:\n{workers.logs()}")
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def running_workers(
+    fake: FakeOpenAI, log_dir: Path, *, prefix: str, names: dict[str, dict[str, str]]
+) -> Iterator[Workers]:
+    """Workers on a queue of their own, which the app sends tasks to meanwhile; ``names``: worker -> extra env."""
+    queue = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    previous_queue = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    pool = Workers(queue=queue, log_dir=log_dir, fake=fake)
+    try:
+        pool.purge()
+        for name, extra_env in names.items():
+            pool.start(name, extra_env=extra_env)
+        yield pool
+    finally:
+        pool.stop_all()
+        pool.delete_queue()
+        app.conf.task_default_queue = previous_queue
+
+
+def close_connections() -> None:
+    for conn in connections.all():
+        conn.close()
+
+
+def api_post(client: APIClient, url: str, data: Any = None) -> tuple[int, Any]:
+    try:
+        response = client.post(url, data, format="json")
+        return response.status_code, response.json()
+    finally:
+        close_connections()  # each request thread opened its own connection
