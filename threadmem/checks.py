@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 from django.db import DatabaseError, connection
 
-from threadmem.compaction.service import hard_time_limit
+from threadmem.compaction.claim import hard_time_limit
 from threadmem.fields import pgvector_in_use
 
 REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://")

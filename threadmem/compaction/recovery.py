@@ -18,6 +18,7 @@ import logging
 from django.utils import timezone
 
 from threadmem.compaction import service
+from threadmem.compaction.claim import LIVE, looks_abandoned
 from threadmem.errors import ServiceUnavailable
 from threadmem.models import Compaction
 
@@ -28,13 +29,13 @@ def compaction_sweep() -> int:
     """Send every live compaction nobody is working on to a worker again; answer how many were sent.
 
     Nobody works on a running claim whose lease ran out (its holder died) or
-    on a pending one whose task message was lost; ``service.looks_abandoned``
+    on a pending one whose task message was lost; ``claim.looks_abandoned``
     says which.
     """
     now = timezone.now()
     sent = 0
-    for compaction in Compaction.objects.filter(status__in=service.LIVE).order_by("id"):
-        if not service.looks_abandoned(compaction, now):
+    for compaction in Compaction.objects.filter(status__in=LIVE).order_by("id"):
+        if not looks_abandoned(compaction, now):
             continue
         try:
             service.compaction_send(compaction)

@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from threadmem.compaction import selectors as compaction_selectors
 from threadmem.compaction import service
+from threadmem.compaction.claim import LIVE, lease_duration
 from threadmem.compaction.summary import summarize
 from threadmem.models import Compaction, Generation, IsolationEvent, Message, Thread
 
@@ -40,7 +41,7 @@ def resummarize_after_isolation(message: Message, actor: AbstractBaseUser) -> Co
     if not summarized:
         return None
     live = Compaction.objects.filter(
-        thread_id=message.thread_id, generation=message.generation, status__in=service.LIVE
+        thread_id=message.thread_id, generation=message.generation, status__in=LIVE
     ).first()
     if live is not None:  # a running re-summary looks for isolations made after it started
         return live
@@ -60,7 +61,7 @@ def resummarize_run(*, compaction_id: int) -> Message | None:
     now = timezone.now()
     # Pending, or running for longer than any attempt may (its worker died): this attempt takes it.
     takeover = Q(status=Compaction.Status.PENDING) | Q(
-        status=Compaction.Status.RUNNING, started_at__lt=now - service.lease_duration()
+        status=Compaction.Status.RUNNING, started_at__lt=now - lease_duration()
     )
     if not Compaction.objects.filter(takeover, pk=compaction_id, trigger=TRIGGER).update(
         status=Compaction.Status.RUNNING, started_at=now, attempts=F("attempts") + 1

@@ -20,6 +20,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
 from threadmem.compaction import recovery, resummarize, service
+from threadmem.compaction.claim import RETRY_BACKOFF_MAX, hard_time_limit, soft_time_limit
 from threadmem.models import Compaction
 
 
@@ -28,7 +29,7 @@ def retry_countdown(retries: int) -> float:
     return get_exponential_backoff_interval(
         factor=settings.THREADMEM_COMPACTION_RETRY_BACKOFF,
         retries=retries,
-        maximum=service.RETRY_BACKOFF_MAX,
+        maximum=RETRY_BACKOFF_MAX,
         full_jitter=True,
     )
 
@@ -39,8 +40,8 @@ def retry_countdown(retries: int) -> float:
     acks_late=True,
     reject_on_worker_lost=True,
     max_retries=settings.THREADMEM_COMPACTION_MAX_RETRIES,
-    soft_time_limit=service.soft_time_limit(),
-    time_limit=service.hard_time_limit(),
+    soft_time_limit=soft_time_limit(),
+    time_limit=hard_time_limit(),
 )
 def compaction_run_task(self, compaction_id: int) -> str:
     retries = self.request.retries or 0

@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem.compaction import service as compaction_service
+from threadmem.compaction.claim import LIVE, lease_duration
 from threadmem.errors import DomainError
 from threadmem.models import Compaction, Thread
 
@@ -45,11 +46,11 @@ class Command(BaseCommand):
             compaction.refresh_from_db()
             self.stdout.write(f"status: {compaction.status}")
             return
-        limit = timeout if timeout is not None else compaction_service.lease_duration().total_seconds()
+        limit = timeout if timeout is not None else lease_duration().total_seconds()
         deadline = time.monotonic() + limit
         while True:
             compaction.refresh_from_db()
-            if compaction.status not in compaction_service.LIVE:
+            if compaction.status not in LIVE:
                 break
             if time.monotonic() > deadline:
                 raise CommandError(f"compaction {compaction.id} is still {compaction.status} after {limit:g} s")
