@@ -1,0 +1,39 @@
+"""threadmem's domain: threads, generations, messages and what is logged about them.
+
+Rows here enforce single-row rules only; anything spanning rows lives in
+``services.py`` (writes) and ``selectors.py`` (reads). One package, one app
+(``threadmem``): every model is imported here, so Django and callers find them
+all as ``threadmem.models``.
+"""
+
+from __future__ import annotations
+
+from threadmem.models.audit import IsolationEvent, ToolCall
+from threadmem.models.threads import (
+    MODEL_VISIBLE,
+    SEARCHABLE,
+    Generation,
+    Message,
+    MessageQuerySet,
+    Thread,
+    ToolArgument,
+    searchable_q,
+)
+from threadmem.models.work import Chunk, Compaction, EmbeddingProgress, Import
+
+__all__ = [
+    "MODEL_VISIBLE",
+    "SEARCHABLE",
+    "Chunk",
+    "Compaction",
+    "EmbeddingProgress",
+    "Generation",
+    "Import",
+    "IsolationEvent",
+    "Message",
+    "MessageQuerySet",
+    "Thread",
+    "ToolArgument",
+    "ToolCall",
+    "searchable_q",
+]
