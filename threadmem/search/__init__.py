@@ -8,7 +8,7 @@ audit.py pages one message; log.py writes the tool-call log.
 from __future__ import annotations
 
 from threadmem.search.audit import AuditRead, message_context_read
-from threadmem.search.bounded import Hit
+from threadmem.search.hits import Hit
 from threadmem.search.service import SearchResult, search_memory
 
 __all__ = ["AuditRead", "Hit", "SearchResult", "message_context_read", "search_memory"]

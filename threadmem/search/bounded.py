@@ -32,13 +32,11 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import NamedTuple
 
 from threadmem.lib.windows import Window, min_window_chars
 from threadmem.scope import GLOBAL_CHANNEL
-from threadmem.search.cursor import CursorPosition, cursor_chars, listing_key
+from threadmem.search.cursor import CursorPosition, cursor_chars
+from threadmem.search.hits import Candidate, Coverage, Hit, HitLink, LiteralPart, MatchedBy
 
 THREAD_SEARCH_MAX_CHARS = 12_000
 THREAD_LITERAL_MAX_CHARS = 8_000
@@ -57,24 +55,6 @@ GLOBAL_RECENT_BYTES = 1_500_000
 GLOBAL_RECENT_MESSAGES = 5_000
 GLOBAL_RECENT_IDS = 50_000
 QUERY_MAX_CHARS = 1_000
-
-
-class Coverage(StrEnum):
-    """How much of the scope the literal part searched."""
-
-    ALL = "all"
-    RECENT = "recent"  # global scope: the newest messages only, the index could not narrow the terms in time
-    NONE = "none"  # global scope: nothing, the newest messages took too long as well
-
-
-class MatchedBy(StrEnum):
-    """Which statement found the literal part's matches (literal/plan.py)."""
-
-    INDEX = "index"
-    SPELLED = "spelled"  # the index, with the thread's spelling of the terms tried first
-    SCAN = "scan"
-    RECENT = "recent"
-    NONE = "none"  # no statement ran
 
 
 HEADER = (
@@ -104,73 +84,8 @@ SEMANTIC_HEADING = "## Other memory results"
 TRUNCATED_LINE = "[search results truncated]"
 
 
-@dataclass(frozen=True)
-class Candidate:
-    """One (term, field) match as the database reports it, without any text."""
-
-    term: int  # index into the query's terms
-    message_id: int
-    arg_id: int  # 0: the message content; else the ToolArgument id
-    path: str  # the tool-argument path ("" for content)
-    min_chars: int  # a lower bound of the field's length in characters
-    session_id: str
-    generation: int
-    role: str
-
-    @property
-    def field_key(self) -> tuple[int, int]:
-        return (self.message_id, self.arg_id)
-
-    @property
-    def field_name(self) -> str:
-        return "content" if self.arg_id == 0 else f"tool_args.{self.path}"
-
-    @property
-    def listing_key(self) -> tuple[int, int, int]:
-        return listing_key(self.term, self.message_id, self.arg_id)
-
-
-@dataclass(frozen=True)
-class Hit:
-    message_id: int
-    session_id: str
-    generation: int
-    role: str
-    field: str
-    window: str  # as the model reads it, markers included
-    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (links.py)
-    result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
-    call_message_id: int | None = None  # a hit in a tool result: the message holding its call
-
-
-@dataclass
-class LiteralPart:
-    text: str  # everything after the two header lines, up to and including the more-hits line
-    hits: list[Hit] = field(default_factory=list)
-    total: int = 0
-    bounded: bool = False  # total is a lower bound (global scope, SEARCH_COUNT_LIMIT reached)
-    coverage: Coverage = Coverage.ALL
-    matched_by: MatchedBy = MatchedBy.NONE
-    next_position: CursorPosition | None = None  # where the next page starts (cursor.py); None: nothing left
-    next_cursor: str | None = None  # the signed next_position, as the more-hits line shows it
-
-    @property
-    def stopped_early(self) -> bool:
-        return self.coverage != Coverage.ALL
-
-    @property
-    def shown(self) -> int:
-        return len(self.hits)
-
-
 # A header names at most this many result ids (JSON hits carry them all).
 RESULT_IDS_IN_HEADER = 5
-
-
-class HitLink(NamedTuple):
-    tool: str | None  # None: no call stored (a tool result) / not a tool hit
-    result_message_ids: tuple[int, ...] = ()
-    call_message_id: int | None = None
 
 
 def link_suffix(link: HitLink | None, *, arg_id: int) -> str:

@@ -13,8 +13,9 @@ from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import semantic
-from threadmem.search.bounded import QUERY_MAX_CHARS, Coverage, Hit, MatchedBy, header_lines, merge
+from threadmem.search.bounded import QUERY_MAX_CHARS, header_lines, merge
 from threadmem.search.cursor import cursor_read, cursor_sign
+from threadmem.search.hits import Coverage, Hit, MatchedBy
 from threadmem.search.literal import literal_search
 from threadmem.search.log import logged_call
 
@@ -30,7 +31,7 @@ class SearchResult:
     hits: list[Hit] = field(default_factory=list)
     total_is_lower_bound: bool = False  # global scope: counting stopped at SEARCH_COUNT_LIMIT, or early
     stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
-    coverage: Coverage = Coverage.ALL  # the global scope may cover less (bounded.Coverage)
+    coverage: Coverage = Coverage.ALL  # the global scope may cover less (hits.Coverage)
     matched_by: MatchedBy = MatchedBy.NONE  # the literal part's match statement
     next_cursor: str | None = None  # the cursor of the next page (cursor.py); None when nothing is left
 

@@ -24,15 +24,9 @@ from collections.abc import Callable
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import (
-    SEARCH_COUNT_LIMIT,
-    Candidate,
-    Coverage,
-    LiteralPart,
-    entries_budget,
-    literal_part,
-)
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT, entries_budget, literal_part
 from threadmem.search.cursor import CursorPosition
+from threadmem.search.hits import Candidate, Coverage, LiteralPart
 from threadmem.search.literal import dialects
 from threadmem.search.literal.dialects import (
     Dialect,

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import HitLink
+from threadmem.search.hits import HitLink
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
 

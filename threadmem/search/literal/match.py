@@ -24,9 +24,9 @@ from threadmem.search.bounded import (
     THREAD_LITERAL_MAX_CHARS,
     WINDOW_CHARS,
     WINDOW_LEAD,
-    Candidate,
     hit_header,
 )
+from threadmem.search.hits import Candidate
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql

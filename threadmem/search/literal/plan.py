@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import NamedTuple, assert_never
 
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import Coverage, MatchedBy
+from threadmem.search.hits import Coverage, MatchedBy
 from threadmem.search.literal.budget import index_budget_ms, recent_budget_ms, thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.match import (

@@ -15,15 +15,8 @@ from django.db import connection
 
 from threadmem.lib.windows import Window, window_from_slice
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import (
-    TAIL_MARK,
-    WINDOW_CHARS,
-    WINDOW_LEAD,
-    Candidate,
-    WindowKey,
-    fields_to_window,
-    hit_header,
-)
+from threadmem.search.bounded import TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD, WindowKey, fields_to_window, hit_header
+from threadmem.search.hits import Candidate
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
 from threadmem.search.literal.links import Link, link_sql
