@@ -50,6 +50,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 
 import django  # noqa: E402
 import recall_synthetic  # noqa: E402
+from recall_model import blind_search, scripted_search  # noqa: E402
 
 SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
 USER = "bench-recall"
@@ -63,11 +64,6 @@ DEFINITION = re.compile(
     r"defstruct|use|import|alias|plug|scope|live|get|post)\s+\S"
 )
 READ_LINE_NUMBER = re.compile(r"^\s*\d+→")
-HIT = re.compile(
-    r"^--- messageId=(\d+) .*?generation=(\d+) role=(\w+) field=(\S+)(?: tool=(\S+) (result|call)=(\S+))?$"
-)
-NEXT_CURSOR = re.compile(r'cursor="([^"]+)"')
-NEXT_OFFSET = re.compile(r"\nnext offset: (\d+)$")
 BASELINE_MESSAGES = 5
 
 
@@ -188,111 +184,6 @@ def association_cases(thread, messages: list, summary: str) -> list[tuple[str, s
                     lines.add(line)
         cases += [(path, line) for line in sorted(lines, key=fingerprint)[:LINES_PER_PATH]]
     return cases
-
-
-def scripted_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
-    """The scripted model: (found, calls, most characters one call returned)."""
-    from threadmem.errors import DomainError
-    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY, run_tool
-
-    calls = 0
-    most = 0
-    queue: list[int] = []
-    queued: set[int] = set()
-    cursor: str | None = None
-    searched = False
-
-    def call(name: str, arguments: dict) -> str:
-        nonlocal calls, most
-        calls += 1
-        text = run_tool(name=name, arguments=arguments, user=user, default_channel=channel, surface="api")
-        most = max(most, len(text))
-        return text
-
-    while calls < max_calls:
-        if not searched or (not queue and cursor):
-            arguments = {"query": path, "channel": channel, **({"cursor": cursor} if cursor else {})}
-            text = call(SEARCH_MEMORY, arguments)
-            searched = True
-            if line in text:
-                return True, calls, most
-            found_cursor = NEXT_CURSOR.search(text)
-            cursor = found_cursor.group(1) if found_cursor else None
-            for header in text.splitlines():
-                hit = HIT.match(header)
-                if not hit or int(hit.group(2)) >= current or hit.group(5) != "Read":
-                    continue
-                ids = [int(hit.group(1))] if hit.group(6) == "call" else []
-                if hit.group(6) == "result" and hit.group(7) != "-":
-                    ids = [int(i) for i in hit.group(7).split(",") if i.isdigit()]
-                for message_id in ids:
-                    if message_id not in queued:
-                        queued.add(message_id)
-                        queue.append(message_id)
-            continue
-        if not queue:
-            break
-        message_id = queue.pop(0)
-        offset = 0
-        while calls < max_calls:
-            try:
-                text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
-            except DomainError:  # pragma: no cover - run_tool answers errors as text
-                break
-            if line in text:
-                return True, calls, most
-            more = NEXT_OFFSET.search(text)
-            if not more:
-                break
-            offset = int(more.group(1))
-    return False, calls, most
-
-
-def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
-    """The same model without ``tool=``, ``result=`` and ``cursor=`` (the tools before SPEC §9).
-
-    It reads the hits of earlier generations in listed order; an assistant
-    message's audit read names its results (``results: messageId=N``), which
-    it reads next. No second page: past the first, only a narrower query helps.
-    """
-    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY, run_tool
-
-    calls = 0
-    most = 0
-
-    def call(name: str, arguments: dict) -> str:
-        nonlocal calls, most
-        calls += 1
-        text = run_tool(name=name, arguments=arguments, user=user, default_channel=channel, surface="api")
-        most = max(most, len(text))
-        return text
-
-    text = call(SEARCH_MEMORY, {"query": path, "channel": channel})
-    if line in text:
-        return True, calls, most
-    queue = []
-    for header in text.splitlines():
-        hit = HIT.match(header)
-        if hit and int(hit.group(2)) < current and int(hit.group(1)) not in queue:
-            queue.append(int(hit.group(1)))
-    read: set[int] = set()
-    while queue and calls < max_calls:
-        message_id = queue.pop(0)
-        if message_id in read:
-            continue
-        read.add(message_id)
-        offset = 0
-        while calls < max_calls:
-            text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
-            if line in text:
-                return True, calls, most
-            results = [int(i) for i in re.findall(r"results: (?:messageId=(\d+))", text)]
-            queue[:0] = [i for i in results if i not in read]
-            more = NEXT_OFFSET.search(text)
-            if not more:
-                break
-            offset = int(more.group(1))
-    return False, calls, most
 
 
 @dataclass
