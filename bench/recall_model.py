@@ -16,32 +16,42 @@ NEXT_CURSOR = re.compile(r'cursor="([^"]+)"')
 NEXT_OFFSET = re.compile(r"\nnext offset: (\d+)$")
 
 
+class ToolCalls:
+    """The model's tool calls on one channel: how many, and the most characters one answered."""
+
+    def __init__(self, user, channel: str) -> None:
+        self.user = user
+        self.channel = channel
+        self.calls = 0
+        self.most = 0
+
+    def __call__(self, name: str, arguments: dict) -> str:
+        from threadmem.tools import run_tool
+
+        self.calls += 1
+        text = run_tool(name=name, arguments=arguments, user=self.user, default_channel=self.channel, surface="api")
+        self.most = max(self.most, len(text))
+        return text
+
+
 def scripted_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
     """The scripted model: (found, calls, most characters one call returned)."""
     from threadmem.errors import DomainError
-    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY, run_tool
+    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
 
-    calls = 0
-    most = 0
+    call = ToolCalls(user, channel)
     queue: list[int] = []
     queued: set[int] = set()
     cursor: str | None = None
     searched = False
 
-    def call(name: str, arguments: dict) -> str:
-        nonlocal calls, most
-        calls += 1
-        text = run_tool(name=name, arguments=arguments, user=user, default_channel=channel, surface="api")
-        most = max(most, len(text))
-        return text
-
-    while calls < max_calls:
+    while call.calls < max_calls:
         if not searched or (not queue and cursor):
             arguments = {"query": path, "channel": channel, **({"cursor": cursor} if cursor else {})}
             text = call(SEARCH_MEMORY, arguments)
             searched = True
             if line in text:
-                return True, calls, most
+                return True, call.calls, call.most
             found_cursor = NEXT_CURSOR.search(text)
             cursor = found_cursor.group(1) if found_cursor else None
             for header in text.splitlines():
@@ -60,18 +70,18 @@ def scripted_search(user, channel: str, current: int, path: str, line: str, max_
             break
         message_id = queue.pop(0)
         offset = 0
-        while calls < max_calls:
+        while call.calls < max_calls:
             try:
                 text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
             except DomainError:  # pragma: no cover - run_tool answers errors as text
                 break
             if line in text:
-                return True, calls, most
+                return True, call.calls, call.most
             more = NEXT_OFFSET.search(text)
             if not more:
                 break
             offset = int(more.group(1))
-    return False, calls, most
+    return False, call.calls, call.most
 
 
 def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
@@ -81,41 +91,32 @@ def blind_search(user, channel: str, current: int, path: str, line: str, max_cal
     message's audit read names its results (``results: messageId=N``), which
     it reads next. No second page: past the first, only a narrower query helps.
     """
-    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY, run_tool
+    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
 
-    calls = 0
-    most = 0
-
-    def call(name: str, arguments: dict) -> str:
-        nonlocal calls, most
-        calls += 1
-        text = run_tool(name=name, arguments=arguments, user=user, default_channel=channel, surface="api")
-        most = max(most, len(text))
-        return text
-
+    call = ToolCalls(user, channel)
     text = call(SEARCH_MEMORY, {"query": path, "channel": channel})
     if line in text:
-        return True, calls, most
+        return True, call.calls, call.most
     queue = []
     for header in text.splitlines():
         hit = HIT.match(header)
         if hit and int(hit.group(2)) < current and int(hit.group(1)) not in queue:
             queue.append(int(hit.group(1)))
     read: set[int] = set()
-    while queue and calls < max_calls:
+    while queue and call.calls < max_calls:
         message_id = queue.pop(0)
         if message_id in read:
             continue
         read.add(message_id)
         offset = 0
-        while calls < max_calls:
+        while call.calls < max_calls:
             text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
             if line in text:
-                return True, calls, most
+                return True, call.calls, call.most
             results = [int(i) for i in re.findall(r"results: (?:messageId=(\d+))", text)]
             queue[:0] = [i for i in results if i not in read]
             more = NEXT_OFFSET.search(text)
             if not more:
                 break
             offset = int(more.group(1))
-    return False, calls, most
+    return False, call.calls, call.most
