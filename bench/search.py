@@ -26,7 +26,9 @@ the floor). Then thread search in ordinary threads of the store (median, 90th
 and 99th percentile size), with the statement search picks for them (a scan
 of the thread) beside the trigram indexes forced. Global rows say whether the
 index answered, or the search fell back to the newest messages / ran out of
-its time budget (threadmem/search/literal/plan.py).
+its time budget (threadmem/search/literal/plan.py), and whether the answer
+is "complete": the hits and the count an exhaustive search (a scan of every
+message, THREADMEM_SEARCH_PATH=scan) gives for the same query.
 The load average is printed before and after: on two shared cores every
 figure moves with whatever else runs.
 
@@ -149,35 +151,41 @@ def ordinary_threads(runs: int) -> None:
     print()
 
 
-def measure(runs: int) -> None:
+def exhaustive_verdict(result, query: str, user) -> str:
+    """ "complete" when ``result`` lists what a search reading every message would: the same hits, the same count.
+
+    The exhaustive search is THREADMEM_SEARCH_PATH=scan, which reads the
+    global scope to the end with no time budget (seconds at a million messages).
+    """
+    from django.conf import settings
+
+    from threadmem.search import search_memory
+
+    before = settings.THREADMEM_SEARCH_PATH
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    try:
+        exhaustive = search_memory(user=user, query=query)
+    finally:
+        settings.THREADMEM_SEARCH_PATH = before
+    same_hits = result.hits == exhaustive.hits
+    if same_hits and result.literal_hits_total == exhaustive.literal_hits_total:
+        return "complete"
+    listed = sum(1 for hit in result.hits if hit in exhaustive.hits)
+    return (
+        f"INCOMPLETE: {result.literal_hits_total} hits where a scan finds {exhaustive.literal_hits_total}, "
+        f"{listed} of its {len(exhaustive.hits)} listed"
+    )
+
+
+def thread_scope(runs: int, owner, stress) -> None:
+    """The stress thread (search_memory beside the baselines), then ordinary threads of the store."""
     import re
 
-    from django.contrib.auth import get_user_model
-    from django.db import connection
-
     from threadmem.lib.terms import fold
-    from threadmem.models import Message, Thread, ToolArgument
+    from threadmem.models import Message, ToolArgument
     from threadmem.scope import resolve_scope
     from threadmem.search import search_memory
     from threadmem.search.literal import literal_search
-
-    User = get_user_model()
-    owner = User.objects.get(username="bench-owner-0")  # owns the stress thread
-    other_owner = User.objects.get(username="bench-owner-1")  # 100 threads, none isolated
-    operator = User.objects.get(username="bench-operator")
-    stress = Thread.objects.get(channel=STRESS_CHANNEL)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), sum(length(content)) FROM threadmem_message")
-        messages, chars = cursor.fetchone()
-        cursor.execute("SELECT count(*), sum(length(content)) FROM threadmem_message WHERE thread_id = %s", [stress.id])
-        stress_messages, stress_chars = cursor.fetchone()
-        cursor.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
-        (size,) = cursor.fetchone()
-    print(f"store: {messages:,} messages, {chars / 1e9:.2f} G characters, database {size}")
-    print(f"stress thread: {stress_messages} messages, {stress_chars / 1e6:.1f} M characters; runs per figure: {runs}")
-    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
-    print("search_memory = the whole tool call (scope, literal part, semantic part, merge, tool-call log row);")
-    print("literal SQL = the statements of the literal part only (the match; the windows where it did not cut them).\n")
 
     def fetch_and_scan(term: str) -> int:
         needle = re.compile(re.escape(term), re.IGNORECASE)
@@ -232,6 +240,36 @@ def measure(runs: int) -> None:
 
     ordinary_threads(runs)
 
+
+def measure(runs: int, *, global_only: bool = False) -> None:
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from threadmem.models import Thread
+    from threadmem.search import search_memory
+
+    User = get_user_model()
+    owner = User.objects.get(username="bench-owner-0")  # owns the stress thread
+    other_owner = User.objects.get(username="bench-owner-1")  # 100 threads, none isolated
+    operator = User.objects.get(username="bench-operator")
+    stress = Thread.objects.get(channel=STRESS_CHANNEL)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*), sum(length(content)) FROM threadmem_message")
+        messages, chars = cursor.fetchone()
+        cursor.execute("SELECT count(*), sum(length(content)) FROM threadmem_message WHERE thread_id = %s", [stress.id])
+        stress_messages, stress_chars = cursor.fetchone()
+        cursor.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
+        (size,) = cursor.fetchone()
+    print(f"store: {messages:,} messages, {chars / 1e9:.2f} G characters, database {size}")
+    print(f"stress thread: {stress_messages} messages, {stress_chars / 1e6:.1f} M characters; runs per figure: {runs}")
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print("search_memory = the whole tool call (scope, literal part, semantic part, merge, tool-call log row);")
+    print("literal SQL = the statements of the literal part only (the match; the windows where it did not cut them).\n")
+
+    if not global_only:
+        thread_scope(runs, owner, stress)
+
     print("global scope (every thread that is not isolated; as an operator unless noted)")
     words = tail_words()
     queries = [
@@ -261,7 +299,8 @@ def measure(runs: int) -> None:
             for coverage, name in (("all", "index"), ("recent", "newest"), ("none", "out of time"))
         }
         how = ", ".join(f"{name} {count}" for name, count in answered.items() if count)
-        row(label, samples, f"  ({hits}; answered by: {how})", p99=True)
+        verdict = exhaustive_verdict(measured[-1], query, user)
+        row(label, samples, f"  ({hits}; answered by: {how}; {verdict})", p99=True)
     row("all global queries above", every, p99=True)
     print("\nload average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
@@ -271,6 +310,7 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the bench database")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--global-only", action="store_true", help="only the global scope (docs/scaling.md's points)")
     parser.add_argument(
         "--semantic",
         action="store_true",
@@ -295,7 +335,7 @@ def main() -> None:
                 conn.execute(VISIBLE_CHARS_SQL)
     if args.build_only:
         return
-    measure(args.runs)
+    measure(args.runs, global_only=args.global_only)
     if args.semantic:
         from bench import semantic
 

@@ -15,7 +15,7 @@ if [ -z "$major" ]; then
 fi
 pg_config="/usr/lib/postgresql/$major/bin/pg_config"
 stamp="/usr/share/postgresql/$major/extension/threadmem_search.sha256"
-sources=$(cat pg/Makefile pg/threadmem_search.c pg/threadmem_search.control pg/threadmem_search--*.sql | sha256sum | cut -d' ' -f1)
+sources=$(cat pg/Makefile pg/*.c pg/threadmem_search.control pg/threadmem_search--*.sql | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$sources" ]; then
   exit 0
 fi
@@ -33,7 +33,7 @@ if [ ! -x "$pg_config" ] || [ ! -f "$("$pg_config" --includedir-server 2>/dev/nu
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp pg/Makefile pg/threadmem_search.c pg/threadmem_search.control pg/threadmem_search--*.sql "$work"
+cp pg/Makefile pg/*.c pg/threadmem_search.control pg/threadmem_search--*.sql "$work"
 # with_llvm=no: no JIT bitcode (clang is not needed, and these functions gain nothing from inlining).
 make -s -C "$work" PG_CONFIG="$pg_config" with_llvm=no >/dev/null
 make -s -C "$work" PG_CONFIG="$pg_config" with_llvm=no install >/dev/null

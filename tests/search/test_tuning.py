@@ -35,11 +35,15 @@ def test_the_path_setting_forces_a_threads_plan_and_auto_chooses_by_size(setting
     assert choose_plan(thread_of(visible_bytes), dialect) == plan
 
 
-@pytest.mark.parametrize("path", ["scan", "index"])
-def test_it_never_forces_the_global_scope_or_sqlite(settings, path):
+@pytest.mark.parametrize(
+    ("path", "plan"),
+    [("auto", MatchPlan.INDEX_THEN_RECENT), ("index", MatchPlan.INDEX_THEN_RECENT), ("scan", MatchPlan.SCAN)],
+)
+def test_only_scan_forces_an_operators_global_scope_and_nothing_forces_sqlite(settings, path, plan):
+    # scan reads every message: the exhaustive search bench/search.py checks the index paths against.
     settings.THREADMEM_SEARCH_PATH = path
     operators_global = SimpleNamespace(is_global=True, visible_bytes=0, readable_thread_ids=None)
-    assert choose_plan(operators_global, POSTGRES) == MatchPlan.INDEX_THEN_RECENT
+    assert choose_plan(operators_global, POSTGRES) == plan
     assert choose_plan(thread_of(LARGE), SimpleNamespace(vendor="sqlite", has_extension=False)) == MatchPlan.SCAN
 
 

@@ -17,7 +17,7 @@ class SearchPath(StrEnum):
     """THREADMEM_SEARCH_PATH: how a thread search on PostgreSQL matches."""
 
     AUTO = "auto"  # scan a thread up to thread_scan_bytes, else the indexes
-    SCAN = "scan"  # always read the thread's rows
+    SCAN = "scan"  # always read the scope's rows (the global scope too: the exhaustive search)
     INDEX = "index"  # always start with the trigram indexes
 
 
@@ -28,6 +28,7 @@ class SearchTuning:
     thread_scan_bytes: int
     spelling_sample_bytes: int
     pg_extension: bool
+    tokens: bool
     scan_bytes_per_ms: int
     path: SearchPath
 
@@ -39,6 +40,7 @@ class SearchTuning:
             thread_scan_bytes=settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES,
             spelling_sample_bytes=settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES,
             pg_extension=settings.THREADMEM_SEARCH_PG_EXTENSION,
+            tokens=settings.THREADMEM_SEARCH_TOKENS,
             scan_bytes_per_ms=settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS,
             path=SearchPath(settings.THREADMEM_SEARCH_PATH),
         )

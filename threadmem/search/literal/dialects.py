@@ -43,6 +43,7 @@ from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
 class Dialect:
     vendor = ""
     has_extension = False  # PostgreSQL with threadmem's extension threadmem_search (PostgresDialect)
+    has_tokens = False  # PostgreSQL with the token indexes of migration 0014 (PostgresDialect)
 
     def pattern(self, term: str) -> str:
         raise NotImplementedError
@@ -121,8 +122,9 @@ class PostgresDialect(Dialect):
 
     vendor = "postgresql"
 
-    def __init__(self, *, has_extension: bool = False) -> None:
+    def __init__(self, *, has_extension: bool = False, has_tokens: bool = False) -> None:
         self.has_extension = has_extension
+        self.has_tokens = has_tokens
 
     def pattern(self, term: str) -> str:
         return f"***={term}"
@@ -264,37 +266,48 @@ def trigram_pattern(term: str) -> str:
     return f"%{''.join(marked)}%"
 
 
-# Both trigram indexes are threadmem_search's operator class (migration 0007).
-_EXTENSION_SQL = (
-    "SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
+# Both trigram indexes are threadmem_search's operator class (migration 0007);
+# both token indexes exist (migration 0014).
+_PROBE_SQL = (
+    "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
     "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
-    "AND o.opcname = 'threadmem_trgm_ops'"
+    "AND o.opcname = 'threadmem_trgm_ops'), "
+    "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL"
 )
 
 
-def has_search_extension() -> bool:
-    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it).
+def _probe() -> tuple[bool, bool]:
+    """PostgreSQL: (threadmem_search serves the trigram indexes, the token indexes exist).
 
     Probed once per database connection, on the driver's own cursor like the
     connection's other setup (not one of a search's statements), and again
-    after migrations (apps.py), which may add or remove the extension.
+    after migrations (apps.py), which may add or remove either.
     """
-    if not settings.THREADMEM_SEARCH_PG_EXTENSION:
-        return False
     connection.ensure_connection()
     raw = connection.connection
     probed = getattr(connection, "threadmem_search_extension", None)
     if probed is None or probed[0] is not raw:
         with raw.cursor() as cursor:
-            cursor.execute(_EXTENSION_SQL)
-            probed = (raw, bool(cursor.fetchone()[0]))
+            cursor.execute(_PROBE_SQL)
+            extension, tokens = cursor.fetchone()
+        probed = (raw, bool(extension), bool(tokens))
         connection.threadmem_search_extension = probed
-    return probed[1]
+    return probed[1], probed[2]
+
+
+def has_search_extension() -> bool:
+    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it)."""
+    return settings.THREADMEM_SEARCH_PG_EXTENSION and _probe()[0]
+
+
+def has_token_indexes() -> bool:
+    """PostgreSQL: whether a global search narrows with the token indexes (THREADMEM_SEARCH_TOKENS, and they exist)."""
+    return settings.THREADMEM_SEARCH_TOKENS and _probe()[1]
 
 
 def dialect() -> Dialect:
     if connection.vendor == "postgresql":
-        return PostgresDialect(has_extension=has_search_extension())
+        return PostgresDialect(has_extension=has_search_extension(), has_tokens=has_token_indexes())
     if connection.vendor == "sqlite":
         return SqliteDialect()
     raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")

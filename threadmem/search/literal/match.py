@@ -30,6 +30,7 @@ from threadmem.search.hits import Candidate
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
+from threadmem.search.literal.tokens import argument_branch, content_branch, token_terms
 
 
 class MatchRow(NamedTuple):
@@ -152,34 +153,45 @@ def index_match_sql(
     """
     narrow = not scope.is_global
 
-    def indexed(column: str, term: str) -> tuple[str, Any]:
-        return dialect.matches(column, term, narrow=narrow)
+    def indexed(column: str, term: str) -> tuple[str, list[Any]]:
+        condition, pattern = dialect.matches(column, term, narrow=narrow)
+        return condition, [pattern]
 
-    return _match_sql(scope, terms, dialect, indexed, spelled=spelled, start=start)
+    # The global scope: per term, the token index where the term allows it
+    # (exact posting lists, tokens.py), else the trigram index.
+    tokens = {} if narrow else token_terms(list(terms), dialect)
+    return _match_sql(scope, terms, dialect, indexed, spelled=spelled, start=start, tokens=tokens)
 
 
 def scan_match_sql(
     scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
-    return _match_sql(scope, terms, dialect, dialect.scan_matches, spelled=None, start=start)
+
+    def scanned(column: str, term: str) -> tuple[str, list[Any]]:
+        condition, pattern = dialect.scan_matches(column, term)
+        return condition, [pattern]
+
+    return _match_sql(scope, terms, dialect, scanned, spelled=None, start=start)
 
 
 def _match_sql(
     scope: SearchScope,
     terms: Sequence[str],
     dialect: Dialect,
-    condition: Callable[[str, str], tuple[str, Any]],
+    condition: Callable[[str, str], tuple[str, list[Any]]],
     *,
     spelled: Mapping[int, str] | None,
     start: tuple[int, int, int] | None,
+    tokens: Mapping[int, str] | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
 
     One ``UNION ALL`` branch per term and field kind, so each branch is one
     indexable condition evaluated once per row. In the global scope each
     branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first; in a thread's
-    scope it counts them all.
+    scope it counts them all. ``tokens``: the global scope's terms the token
+    index narrows, with their tsquery (``tokens.py`` builds their branches).
     """
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
@@ -188,12 +200,30 @@ def _match_sql(
     branches = []
     params: list[Any] = []
     for index, term in enumerate(terms):
-        content_match, pattern = condition("m.content", term)
-        argument_match, _ = condition("a.value", term)
-        content_params = [pattern]
+        if tokens and index in tokens and limit:
+            for kind, build, where, where_params, columns in (
+                ("c", content_branch, content_scope, content_scope_params, _CONTENT_COLUMNS),
+                ("a", argument_branch, argument_scope, argument_scope_params, _ARGUMENT_COLUMNS),
+            ):
+                column = "m.content" if kind == "c" else "a.value"
+                branch, branch_params = build(
+                    index,
+                    term,
+                    tokens[index],
+                    dialect,
+                    columns=columns.format(min_chars=dialect.min_chars(column)),
+                    where=f"{where} AND {searchable}",
+                    where_params=[*where_params, *searchable_params],
+                    limit=limit,
+                )
+                branches.append(f"SELECT * FROM ({branch}) {kind}{index}")
+                params += branch_params
+            continue
+        content_match, content_params = condition("m.content", term)
+        argument_match, argument_params = condition("a.value", term)
         if spelled and index in spelled:
             content_match = f"(m.content LIKE %s OR {content_match})"
-            content_params = [like_contains(spelled[index]), pattern]
+            content_params = [like_contains(spelled[index]), *content_params]
         branch = (
             f"SELECT {index} AS term, {_CONTENT_COLUMNS.format(min_chars=dialect.min_chars('m.content'))} "
             f"FROM threadmem_message m WHERE {content_scope} AND {searchable} AND {content_match}"
@@ -209,7 +239,7 @@ def _match_sql(
             "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
             f"WHERE {argument_scope} AND {searchable} AND {argument_match}"
         )
-        branch_params = [*argument_scope_params, *searchable_params, pattern]
+        branch_params = [*argument_scope_params, *searchable_params, *argument_params]
         if limit:
             branch += " ORDER BY a.message_id DESC, a.id LIMIT %s"
             branch_params.append(limit)

@@ -39,8 +39,10 @@ class MatchPlan(StrEnum):
     # PostgreSQL with threadmem_search, a larger thread: the indexes within
     # about the time a scan of the thread would take, else a scan.
     INDEX_THEN_SCAN = "index-then-scan"
-    # PostgreSQL, global scope: the indexes within index_budget_ms(), else the
-    # whole query in the newest messages within recent_budget_ms(), else nothing.
+    # PostgreSQL, global scope: the indexes within index_budget_ms() (per term
+    # the token index where the term allows it, else the trigram index:
+    # Dialect.token_matches), else the whole query in the newest messages
+    # within recent_budget_ms(), else nothing.
     INDEX_THEN_RECENT = "index-then-recent"
 
 
@@ -57,7 +59,8 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
     the store costs the index more than the thread; without it the thread's
     spelling of the terms is learnt first. The global scope has no end to
     scan, so it gets time budgets instead (docs/search.md has the figures).
-    THREADMEM_SEARCH_PATH=scan or index forces a thread's choice either way.
+    THREADMEM_SEARCH_PATH=scan or index forces a thread's choice either way;
+    scan also reads a global scope to the end (seconds on a large store).
     """
     if dialect.vendor != "postgresql":
         return MatchPlan.SCAN
@@ -66,8 +69,10 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
         # An owner's whole store, when it is as small as a thread that would be
         # scanned, is read to the end too: complete, with no time budget to run
         # out of under load. An operator's (every thread) never is.
+        # THREADMEM_SEARCH_PATH=scan reads any global scope to the end: the
+        # exhaustive search bench/search.py checks the index paths against.
         small_owner = scope.readable_thread_ids is not None and scope.visible_bytes <= tuning.thread_scan_bytes
-        if small_owner and tuning.path != SearchPath.INDEX:
+        if tuning.path == SearchPath.SCAN or (small_owner and tuning.path != SearchPath.INDEX):
             return MatchPlan.SCAN
         return MatchPlan.INDEX_THEN_RECENT
     if tuning.path == SearchPath.SCAN or (

@@ -1,0 +1,161 @@
+"""The token index (migration 0014, threadmem/lib/tokens.py): a global search narrowed per term, never missing a hit."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.support.factories import append, make_thread
+from tests.support.search import skip_without_search_extension
+from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
+from threadmem.search import search_memory
+from threadmem.search.literal import dialects
+
+on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
+
+
+@pytest.fixture
+def token_indexes(db):
+    """The token indexes need threadmem_search 1.1 (migration 0014)."""
+    skip_without_search_extension()
+
+
+@pytest.mark.parametrize(
+    ("term", "query"),
+    [
+        ("prebak-170.internal", "'170|internal':* | '!all'"),
+        ("/srv/presamar/ru35.log", "'srv|presamar' & 'presamar|ru35' & 'ru35|log':* | '!all'"),
+        ("--Force-Push", "'force|push':* | '!all'"),
+        ("zebrafish-ticket-4711", "'ticket|4711':* | '!all'"),
+        ("ticket-4711/", "'4711' | '!all'"),
+        ("-abc-", "'abc' | '!all'"),
+        ("-abc- x", "'abc|x':* | '!all'"),
+        ("x-" + "A" * 40 + "-y", f"'{'a' * TOKEN_CHARS}|y':* | '!all'"),
+        # One run: it may sit inside a longer run of a field.
+        ("error", None),
+        ("kalomi", None),
+        # A first run may end a longer run; a lone prefix would read every lexeme that starts with it.
+        ("connection refused", None),
+        ("settings.py", None),
+        ("a-b", None),
+        # Not ASCII: a Unicode case mapping could meet an ASCII letter.
+        ("café-170.x", None),
+    ],
+)
+def test_a_term_asks_for_its_whole_runs_in_pairs_and_the_prefix_of_its_last(term, query):
+    assert token_query(term) == query
+
+
+def test_field_tokens_are_runs_cut_to_the_limit_and_each_two_runs_in_a_row():
+    long = "x" + "y" * (TOKEN_CHARS - 1)
+    runs = {"ab", "cd", "t", long}
+    pairs = {"ab|cd", "cd|t", f"t|{long}", f"{long}|ab"}
+    assert field_tokens("Ab-CD été x" + "y" * 40 + "Z ab") == runs | pairs
+    assert field_tokens("") == set()
+    distinct = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
+    assert field_tokens(distinct) == {UNINDEXED_TOKEN}
+    # Just under: each eight-digit run gives itself (8 bytes) and a pair with the next (17).
+    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 25 - 1)))
+
+
+@on_postgresql
+@pytest.mark.usefixtures("token_indexes")
+def test_the_index_function_holds_the_tokens_lib_tokens_names():
+    rng = random.Random(14)
+    alphabet = "aZ09-_./ é\u212a\u0130\n\tXyz"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(400)]
+    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1)))  # past the tsvector's room
+    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 25 - 1)))  # just under it
+    with connection.cursor() as cursor:
+        for text in texts:
+            cursor.execute("SELECT array_to_string(tsvector_to_array(threadmem_tokens(%s)), ' ')", [text])
+            (tokens,) = cursor.fetchone()
+            assert set(tokens.split()) == field_tokens(text), text[:80]
+
+
+# Each term meets fields where it is a whole run, starts or ends or sits inside a longer run, in other
+# cases, in tool arguments, and in a field too large to index: the token path must list what a scan lists.
+TERMS = ("prebak-170.internal", "/srv/presamar/ru35.log", "--force-push", "ticket-4711/", "connection refused")
+QUERIES = (*TERMS, "kalomi", "zz-prebak-170.internal", "PREBAK-170.INTERNAL connection refused")
+
+
+@pytest.fixture
+def seeded(owner, other):
+    rng = random.Random(19)
+    decoys = ("xprebak-170.internals", "prebak-1700.internal", "/srv/presamar/ru35.logs", "ticket-47110", "refusedx")
+    fillers = ("error", "kalomi", "prekalomi", "connection", "refused", "srv", "log", "170", "internal")
+    for index in range(4):
+        thread = make_thread(owner if index % 2 else other, channel=f"tokens-{index}")
+        for _ in range(30):
+            words = [rng.choice(fillers) for _ in range(rng.randint(3, 12))]
+            for _ in range(rng.randint(0, 2)):
+                term = rng.choice(TERMS + decoys)
+                spelled = term.upper() if rng.random() < 0.3 else term
+                glue = rng.choice(["", "", "x", "9", "/", "-", "é"])
+                words.insert(rng.randrange(len(words) + 1), glue + spelled + rng.choice(["", "", "s", "/", "0"]))
+            text = " ".join(words)
+            if rng.random() < 0.3:
+                append(
+                    thread,
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"id": f"c{rng.random()}", "name": "shell", "arguments": {"command": text}}],
+                    },
+                )
+            else:
+                append(thread, {"role": rng.choice(["user", "tool", "assistant"]), "content": text})
+    big = make_thread(owner, channel="tokens-big")
+    unindexed = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
+    append(big, {"role": "tool", "content": f"{unindexed} prebak-170.internal --force-push"})
+
+
+def listing(user, query):
+    result = search_memory(user=user, query=query)
+    assert result.coverage == "all", query
+    return result.hits, result.literal_hits_total
+
+
+@pytest.mark.parametrize("persona", ["operator", "owner"])
+def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona):
+    user = request.getfixturevalue(persona)
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes too
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index path must answer
+    indexed = {query: listing(user, query) for query in QUERIES}
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    for query in QUERIES:
+        hits, total = listing(user, query)
+        assert indexed[query] == (hits, total), query
+        assert total > 0 or query.startswith("zz"), query
+
+
+@on_postgresql
+@pytest.mark.usefixtures("token_indexes")
+def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(operator, settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    append(make_thread(operator, channel="plan"), {"role": "tool", "content": "prebak-170.internal kalomi"})
+    query = "prebak-170.internal kalomi /srv/x.log"  # tokens ('170|internal':*), trigrams, tokens ('srv|x' & ...)
+    with CaptureQueriesContext(connection) as queries:
+        result = search_memory(user=operator, query=query)
+    assert result.literal_hits_total == 1  # one field, found by two terms
+    (match,) = [q["sql"] for q in queries.captured_queries if "UNION ALL" in q["sql"]]
+    eligible = sum(token_query(term) is not None for term in ("prebak-170.internal kalomi /srv/x.log", *query.split()))
+    assert eligible == 3
+    # One content and one argument branch per eligible term, each asking the token index.
+    assert match.count("threadmem_tokens(m.content) @@") == eligible
+    assert match.count("threadmem_tokens(a.value) @@") == eligible
+    settings.THREADMEM_SEARCH_TOKENS = False
+    with CaptureQueriesContext(connection) as queries:
+        assert search_memory(user=operator, query=query).hits == result.hits
+    assert not any("threadmem_tokens" in q["sql"] for q in queries.captured_queries)
+
+
+@pytest.mark.django_db
+def test_the_dialect_has_tokens_exactly_where_the_indexes_are():
+    with connection.cursor() as cursor:
+        indexes = connection.introspection.get_constraints(cursor, "threadmem_message")
+    assert dialects.dialect().has_tokens is ("message_content_tokens" in indexes)
+    if connection.vendor == "postgresql" and dialects.has_search_extension():
+        assert "message_content_tokens" in indexes

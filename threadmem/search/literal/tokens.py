@@ -1,0 +1,70 @@
+"""The global scope's token branches: a term's fields found in the token index, re-checked newest first.
+
+The token index (migration 0014, ``threadmem/lib/tokens.py``) selects every
+field that can hold the term, from exact posting lists. The branch sorts
+those fields' ids, newest first, reading only the rows' small columns (the
+scope and searchability), and re-checks the text literally one field at a
+time until SEARCH_COUNT_LIMIT + 1 match: a term in thousands of fields reads
+about a hundred of them, not all. ``Dialect.scan_matches`` re-checks: a
+function no trigram index serves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadmem.lib.tokens import token_query
+from threadmem.search.literal.dialects import Dialect
+
+
+def token_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[int, str]:
+    """The terms the token index can narrow, by index: their tsquery (none without the index)."""
+    if not dialect.has_tokens:
+        return {}
+    return {index: query for index, term in enumerate(terms) if (query := token_query(term)) is not None}
+
+
+def content_branch(
+    index: int,
+    term: str,
+    query: str,
+    dialect: Dialect,
+    *,
+    columns: str,
+    where: str,
+    where_params: list[Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """Message content: the newest ``limit`` fields holding ``term`` of those ``where`` admits (scope, searchable)."""
+    recheck, needle = dialect.scan_matches("m.content", term)
+    statement = (
+        f"SELECT {index} AS term, {columns} FROM ("
+        f"SELECT m.id FROM threadmem_message m WHERE {where} "
+        "AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) ORDER BY m.id DESC OFFSET 0) k "
+        f"JOIN threadmem_message m ON m.id = k.id WHERE {recheck} ORDER BY k.id DESC LIMIT %s"
+    )
+    return statement, [*where_params, query, needle, limit]
+
+
+def argument_branch(
+    index: int,
+    term: str,
+    query: str,
+    dialect: Dialect,
+    *,
+    columns: str,
+    where: str,
+    where_params: list[Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """Tool-argument leaves: as ``content_branch``, in the listing's order (message, then leaf)."""
+    recheck, needle = dialect.scan_matches("a.value", term)
+    statement = (
+        f"SELECT {index} AS term, {columns} FROM ("
+        "SELECT a.id, a.message_id FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
+        f"WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) "
+        "ORDER BY a.message_id DESC, a.id OFFSET 0) k "
+        "JOIN threadmem_toolargument a ON a.id = k.id JOIN threadmem_message m ON m.id = k.message_id "
+        f"WHERE {recheck} ORDER BY k.message_id DESC, k.id LIMIT %s"
+    )
+    return statement, [*where_params, query, needle, limit]
