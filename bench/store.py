@@ -149,9 +149,10 @@ def store_is_built() -> bool:
         return count >= STORE_MESSAGES
 
 
-# Dropped for the load and rebuilt after it as the migrations made them
-# (0002 with pg_trgm's operator class, 0007 with threadmem_search's where the server has it).
-TRIGRAM_INDEXES = ("message_content_trgm", "toolarg_value_trgm")
+# Dropped for the load and rebuilt after it as the migrations made them (0002
+# with pg_trgm's operator class, 0007 with threadmem_search's where the server
+# has it; 0014's token indexes where it has threadmem_search 1.1).
+SEARCH_INDEXES = ("message_content_trgm", "toolarg_value_trgm", "message_content_tokens", "toolarg_value_tokens")
 
 
 # The running totals appends keep (models.Generation.visible_chars): thread
@@ -189,9 +190,11 @@ def build_store() -> None:
     with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
         conn.execute("SET synchronous_commit = off")
         index_definitions = [
-            conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", [name]).fetchone()[0] for name in TRIGRAM_INDEXES
+            (name, definition)
+            for name in SEARCH_INDEXES
+            if (definition := conn.execute("SELECT pg_get_indexdef(to_regclass(%s))", [name]).fetchone()[0])
         ]
-        for name in TRIGRAM_INDEXES:
+        for name, _definition in index_definitions:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
         now = "2024-06-01 00:00:00+00"
         # Threads: 10,000 in the store plus the stress thread (id STORE_THREADS + 1).
@@ -302,10 +305,13 @@ def build_store() -> None:
         conn.execute(VISIBLE_CHARS_SQL)
         for table in ("threadmem_thread", "threadmem_message", "threadmem_generation", "threadmem_toolargument"):
             conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
-        log("building the trigram indexes")
+        log("building the search indexes")
         conn.execute("SET maintenance_work_mem = '1GB'")
-        for statement in index_definitions:
+        for name, statement in index_definitions:
+            built = time.perf_counter()
             conn.execute(statement)
+            (size,) = conn.execute("SELECT pg_size_pretty(pg_relation_size(to_regclass(%s)))", [name]).fetchone()
+            log(f"  {name}: {time.perf_counter() - built:.0f} s, {size}")
         log("VACUUM ANALYZE")
         conn.execute("VACUUM ANALYZE")
     log(f"store built in {time.perf_counter() - started:.0f} s")

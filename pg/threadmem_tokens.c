@@ -4,8 +4,11 @@
  * A run is a maximal run of ASCII letters and digits, lowered; every other
  * byte separates runs (non-ASCII characters included). The lexemes are each
  * run's first TOKEN_CHARS bytes, and for each two runs in a row the first's
- * lexeme, "|", the second's: the pair says they are neighbours, which a set
- * of single lexemes cannot (a large field holds most common runs somewhere).
+ * lexeme, "|", the second's, and "~", the second's last TOKEN_CHARS bytes
+ * reversed, "|", the first's likewise: a pair says the runs are neighbours,
+ * which single lexemes cannot (a large field holds most common runs
+ * somewhere), and the reversed one serves a term whose first run may end a
+ * longer run of the field.
  * No positions, no dictionary: the index only has to say which fields hold a
  * lexeme, or one with a prefix. A field whose distinct lexemes reach
  * UNINDEXED_BYTES (a tsvector holds at most 1 MB of them) is the one lexeme
@@ -129,23 +132,27 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 	const unsigned char *bytes = (const unsigned char *) VARDATA_ANY(field);
 	Size		length = VARSIZE_ANY_EXHDR(field);
 	char	   *lowered = palloc(length + 1);
-	/* Pair lexemes: each at most its two runs and "|", so all of them at most three bytes a byte. */
-	char	   *pairs = palloc(3 * length + 1);
+	/*
+	 * Pair lexemes, each at most its two runs and two bytes: all of them at
+	 * most three bytes a byte of the field, twice (forward and reversed).
+	 */
+	char	   *pairs = palloc(6 * length + 2);
 	Size		pairs_used = 0;
 	const char *previous = NULL;
-	int			previous_length = 0;
+	Size		previous_length = 0;
 	Lexemes		lexemes = {0};
 	Size		i = 0;
 
-	/* Two lexemes a run, at most one run every two bytes. */
+	/* Three lexemes a run, at most one run every two bytes; twice that many slots. */
 	lexemes.slots = 64;
-	while ((Size) lexemes.slots < 2 * (length + 1))
+	while ((Size) lexemes.slots < 3 * (length + 1))
 		lexemes.slots *= 2;
 	lexemes.table = palloc0(sizeof(int) * lexemes.slots);
 	lexemes.tokens = palloc(sizeof(Token) * (lexemes.slots / 2));
 	while (i < length)
 	{
 		Size		start;
+		Size		run;
 		int			cut;
 
 		if (!is_run_byte(bytes[i]))
@@ -161,20 +168,36 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 			lowered[i] = (c >= 'A' && c <= 'Z') ? c + ('a' - 'A') : c;
 			i++;
 		}
-		cut = Min(i - start, TOKEN_CHARS);
+		run = i - start;
+		cut = Min(run, TOKEN_CHARS);
 		add_lexeme(&lexemes, lowered + start, cut);
 		if (previous != NULL)
 		{
+			int			previous_cut = Min(previous_length, TOKEN_CHARS);
 			char	   *pair = pairs + pairs_used;
+			int			pair_length = previous_cut + 1 + cut;
+			char	   *back;
+			int			back_length = 1 + cut + 1 + previous_cut;
 
-			memcpy(pair, previous, previous_length);
-			pair[previous_length] = '|';
-			memcpy(pair + previous_length + 1, lowered + start, cut);
-			if (add_lexeme(&lexemes, pair, previous_length + 1 + cut))
-				pairs_used += previous_length + 1 + cut;
+			/* first|second: their first bytes */
+			memcpy(pair, previous, previous_cut);
+			pair[previous_cut] = '|';
+			memcpy(pair + previous_cut + 1, lowered + start, cut);
+			if (add_lexeme(&lexemes, pair, pair_length))
+				pairs_used += pair_length;
+			/* ~dnoces|tsrif: their last bytes, reversed, the second first */
+			back = pairs + pairs_used;
+			back[0] = '~';
+			for (int k = 0; k < cut; k++)
+				back[1 + k] = lowered[start + run - 1 - k];
+			back[1 + cut] = '|';
+			for (int k = 0; k < previous_cut; k++)
+				back[2 + cut + k] = previous[previous_length - 1 - k];
+			if (add_lexeme(&lexemes, back, back_length))
+				pairs_used += back_length;
 		}
 		previous = lowered + start;
-		previous_length = cut;
+		previous_length = run;
 	}
 	if (lexemes.bytes >= UNINDEXED_BYTES)
 	{

@@ -5,9 +5,19 @@ from django.db import connections
 from django.db.models.signals import post_migrate
 
 
-def forget_search_extension(**kwargs) -> None:
-    """Migrations may add or remove threadmem_search or the vector column: probe for them again."""
+def after_migrate(**kwargs) -> None:
+    """Migrations may add or remove threadmem_search or the vector column: probe for them again.
+
+    Also (re)creates search's PL/pgSQL link function from the code that runs
+    (search/literal/links.py), so it follows that code's filters.
+    """
+    from threadmem.search.literal.links import link_function_sql
+
+    using = kwargs.get("using")
     for connection in connections.all(initialized_only=True):
+        if connection.vendor == "postgresql" and connection.alias == using:
+            with connection.cursor() as cursor:
+                cursor.execute(link_function_sql())
         connection.threadmem_search_extension = None
         connection.threadmem_pgvector = None
 
@@ -19,7 +29,7 @@ class ThreadmemConfig(AppConfig):
     def ready(self) -> None:
         from threadmem import checks  # noqa: F401  (registers the system checks)
 
-        post_migrate.connect(forget_search_extension, dispatch_uid="threadmem.forget_search_extension")
+        post_migrate.connect(after_migrate, sender=self, dispatch_uid="threadmem.after_migrate")
         from threadmem import services
         from threadmem.compaction import service as compaction_service
         from threadmem.compaction import tasks as compaction_tasks  # also registers the Celery task in workers

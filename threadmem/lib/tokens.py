@@ -2,26 +2,32 @@
 
 The token index (migration 0014: PostgreSQL with threadmem_search, whose
 ``threadmem_tokens`` in pg/threadmem_tokens.c computes them) holds, per
-field, a set of lexemes: each maximal run of ``[A-Za-z0-9]``, lowered and
-cut to ``TOKEN_CHARS`` characters, and for each two runs in a row the pair
-``first|second``. Every other character separates runs, whatever it is:
-punctuation, spaces and non-ASCII letters alike.
+field, a set of lexemes. For each maximal run of ``[A-Za-z0-9]``, lowered:
+its first ``TOKEN_CHARS`` characters. For each two runs in a row: the pair
+``first|second`` of those, and the reversed pair ``~dnoces|tsrif``, each
+run's last ``TOKEN_CHARS`` characters reversed, the second first. Every
+other character separates runs, whatever it is: punctuation, spaces and
+non-ASCII letters alike.
 
 A term occurs in a field only if the field holds certain lexemes, which
-makes the index exact (never a missed hit), not just a good guess:
+makes the index exact (never a missed hit), not just a good guess. If the
+term has two runs in a row:
 
-* a run of the term with a separator on both sides in the term is a whole
-  run of the field at that occurrence, and two such runs in a row of the
-  term are a pair of the field;
-* the term's last run, when the term ends in a letter or digit, starts a run
-  of the field: after a whole run, a pair with that prefix;
-* a run at the term's start may end a longer run of the field, and a term
-  that is one run may sit inside one (``kalomi`` in ``prekalomi``): they say
-  nothing the index can use.
+* both with a separator on either side in the term: they are two whole runs
+  of the field, a pair;
+* the first whole, the second the term's last run, open at its end: the
+  field's pair starts with ``first|second``;
+* the first the term's first run, open at its start, the second whole: the
+  field's reversed pair starts with the second reversed, ``|``, the first
+  reversed.
+
+A whole run in no such pair is a lexeme of the field. A term that is one run
+may sit inside a longer run of the field (``kalomi`` in ``prekalomi``): it
+says nothing the index can use.
 
 Pairs matter: a large field holds most common runs somewhere, so the runs of
 ``prebak-170.internal`` alone would leave thousands of fields to re-check,
-where ``170|internal`` leaves the few that have the host.
+where ``~071|kaberp`` and ``170|internal`` leave the few that have the host.
 
 Only ASCII terms are served: search folds an ASCII term's case byte by byte,
 while a Unicode case mapping could turn a field's non-ASCII letter (the
@@ -35,8 +41,9 @@ from itertools import pairwise
 
 # A run longer than this is cut to it, in the index and in the query alike.
 TOKEN_CHARS = 32
-# Joins the two runs of a pair: not a letter or digit, so no run holds it.
+# Joins the two runs of a pair; starts a reversed pair. Neither is a letter or digit, so no run holds them.
 PAIR = "|"
+REVERSED = "~"
 # A field whose lexemes would fill a tsvector (1 MB) is indexed as this one
 # lexeme instead, which every token query also asks for: such fields are
 # always re-checked, never missed. No run of letters or digits can be it.
@@ -51,10 +58,17 @@ def _cut(run: str) -> str:
     return run.lower()[:TOKEN_CHARS]
 
 
+def _cut_reversed(run: str) -> str:
+    return run.lower()[::-1][:TOKEN_CHARS]
+
+
 def field_tokens(text: str) -> set[str]:
     """The lexemes of ``text`` as the index holds them (the reference for pg/threadmem_tokens.c)."""
-    runs = [_cut(run) for run in _RUN.findall(text)]
-    lexemes = set(runs) | {f"{first}{PAIR}{second}" for first, second in pairwise(runs)}
+    runs = _RUN.findall(text)
+    lexemes = {_cut(run) for run in runs}
+    for first, second in pairwise(runs):
+        lexemes.add(f"{_cut(first)}{PAIR}{_cut(second)}")
+        lexemes.add(f"{REVERSED}{_cut_reversed(second)}{PAIR}{_cut_reversed(first)}")
     if sum(len(lexeme) for lexeme in lexemes) >= UNINDEXED_BYTES:
         return {UNINDEXED_TOKEN}
     return lexemes
@@ -63,29 +77,35 @@ def field_tokens(text: str) -> set[str]:
 def token_query(term: str) -> str | None:
     """The tsquery a field must match to contain ``term``, or None when no lexeme can narrow it.
 
-    ``'a|b' & 'b|c':* | '!all'``: the pairs of whole runs, the last run as
-    the start of a run after a whole one, whole runs in no such pair, or a
-    field too large to index (``UNINDEXED_TOKEN``). A lone prefix is not
-    used: it reads every lexeme that starts with it (a common word's, most
-    of the store). A lexeme holds letters, digits and ``|`` only: quoting it
-    in a tsquery needs no escaping.
+    ``'b|c' & 'c|d':* | '!all'``: what the term's pairs and whole runs ask
+    of a field (see above), or a field too large to index
+    (``UNINDEXED_TOKEN``). Exact lexemes come alone when there are any: a
+    prefix makes the index read every lexeme that starts with it, with all
+    their fields (tens of milliseconds for a pair of common runs), where an
+    exact one skips through its list. A lexeme holds letters, digits, ``|``
+    and ``~`` only: quoting it in a tsquery needs no escaping.
     """
     if not term.isascii():
         return None
-    runs = list(_RUN.finditer(term))
-    whole = [run.start() > 0 and run.end() < len(term) for run in runs]
-    lexemes: list[str] = []
+    runs = [run.group() for run in _RUN.finditer(term)]
+    matches = list(_RUN.finditer(term))
+    whole = [match.start() > 0 and match.end() < len(term) for match in matches]
+    exact: list[str] = []
+    prefixes: list[str] = []
     paired: set[int] = set()
     for index in range(len(runs) - 1):
         first, second = runs[index], runs[index + 1]
-        if not whole[index]:
+        if whole[index] and whole[index + 1]:
+            exact.append(f"'{_cut(first)}{PAIR}{_cut(second)}'")
+        elif whole[index]:  # the second is the last run, open at its end
+            prefixes.append(f"'{_cut(first)}{PAIR}{_cut(second)}':*")
+        elif whole[index + 1]:  # the first is the first run, open at its start
+            prefixes.append(f"'{REVERSED}{_cut_reversed(second)}{PAIR}{_cut_reversed(first)}':*")
+        else:
             continue
-        if whole[index + 1]:
-            lexemes.append(f"'{_cut(first.group())}{PAIR}{_cut(second.group())}'")
-        else:  # the last run, open at its end
-            lexemes.append(f"'{_cut(first.group())}{PAIR}{_cut(second.group())}':*")
         paired.update((index, index + 1))
-    lexemes += [f"'{_cut(run.group())}'" for index, run in enumerate(runs) if whole[index] and index not in paired]
+    exact += [f"'{_cut(run)}'" for index, run in enumerate(runs) if whole[index] and index not in paired]
+    lexemes = exact or prefixes
     if not lexemes:
         return None
     return f"{' & '.join(dict.fromkeys(lexemes))} | '{UNINDEXED_TOKEN}'"

@@ -44,6 +44,7 @@ class Dialect:
     vendor = ""
     has_extension = False  # PostgreSQL with threadmem's extension threadmem_search (PostgresDialect)
     has_tokens = False  # PostgreSQL with the token indexes of migration 0014 (PostgresDialect)
+    has_link_function = False  # PostgreSQL with threadmem_hit_link (links.py, created after migrations)
 
     def pattern(self, term: str) -> str:
         raise NotImplementedError
@@ -122,9 +123,10 @@ class PostgresDialect(Dialect):
 
     vendor = "postgresql"
 
-    def __init__(self, *, has_extension: bool = False, has_tokens: bool = False) -> None:
+    def __init__(self, *, has_extension: bool = False, has_tokens: bool = False, has_link_function: bool = False):
         self.has_extension = has_extension
         self.has_tokens = has_tokens
+        self.has_link_function = has_link_function
 
     def pattern(self, term: str) -> str:
         return f"***={term}"
@@ -267,21 +269,22 @@ def trigram_pattern(term: str) -> str:
 
 
 # Both trigram indexes are threadmem_search's operator class (migration 0007);
-# both token indexes exist (migration 0014).
+# both token indexes exist (migration 0014); the link function exists (links.py).
 _PROBE_SQL = (
     "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
     "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
     "AND o.opcname = 'threadmem_trgm_ops'), "
-    "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL"
+    "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL, "
+    "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL"
 )
 
 
-def _probe() -> tuple[bool, bool]:
-    """PostgreSQL: (threadmem_search serves the trigram indexes, the token indexes exist).
+def _probe() -> tuple[bool, bool, bool]:
+    """PostgreSQL: (threadmem_search serves the trigram indexes, the token indexes exist, the link function exists).
 
     Probed once per database connection, on the driver's own cursor like the
     connection's other setup (not one of a search's statements), and again
-    after migrations (apps.py), which may add or remove either.
+    after migrations (apps.py), which may add or remove any of them.
     """
     connection.ensure_connection()
     raw = connection.connection
@@ -289,10 +292,10 @@ def _probe() -> tuple[bool, bool]:
     if probed is None or probed[0] is not raw:
         with raw.cursor() as cursor:
             cursor.execute(_PROBE_SQL)
-            extension, tokens = cursor.fetchone()
-        probed = (raw, bool(extension), bool(tokens))
+            found = tuple(bool(value) for value in cursor.fetchone())
+        probed = (raw, *found)
         connection.threadmem_search_extension = probed
-    return probed[1], probed[2]
+    return probed[1], probed[2], probed[3]
 
 
 def has_search_extension() -> bool:
@@ -307,7 +310,9 @@ def has_token_indexes() -> bool:
 
 def dialect() -> Dialect:
     if connection.vendor == "postgresql":
-        return PostgresDialect(has_extension=has_search_extension(), has_tokens=has_token_indexes())
+        return PostgresDialect(
+            has_extension=has_search_extension(), has_tokens=has_token_indexes(), has_link_function=_probe()[2]
+        )
     if connection.vendor == "sqlite":
         return SqliteDialect()
     raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")

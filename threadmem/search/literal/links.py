@@ -84,8 +84,74 @@ def fork_cap_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
     return " AND ".join(clauses) or "1 = 1", params
 
 
+def _caps(scope: SearchScope) -> tuple[list[int], list[int]]:
+    """The fork caps of a thread scope as two arrays: thread ids, and the last seq each may show."""
+    parts = [part for part in scope.parts if part.max_seq is not None] if not scope.is_global else []
+    return [part.thread_id for part in parts], [part.max_seq for part in parts]
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _inlined(sql: str, params: list[Any]) -> str:
+    return sql.replace("%s", "{}").format(*(_literal(param) for param in params))
+
+
+def link_function_sql() -> str:
+    """PostgreSQL: ``threadmem_hit_link``, the lookups of ``link_sql`` as a PL/pgSQL function.
+
+    The same statements, planned once per connection (PL/pgSQL caches its
+    plans) instead of with every search: inline, the four lookups cost a
+    search ~1.8 ms of planning, more than the rest of a rare term's match.
+    Created from this module's code after every migration (apps.py), so it
+    never drifts from ``searchable_sql``; tests/search/test_tool_links.py
+    holds its answers equal to the inline SQL's.
+    """
+    result_searchable = _inlined(*searchable_sql("lr"))
+    call_searchable = _inlined(*searchable_sql("lc"))
+    tool, assistant = _literal(Message.Role.TOOL), _literal(Message.Role.ASSISTANT)
+    return f"""
+CREATE OR REPLACE FUNCTION threadmem_hit_link(
+    p_message_id bigint, p_arg_id bigint, p_cap_threads bigint[], p_cap_seqs bigint[]
+) RETURNS text[] LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    v_tool text;
+    v_ids text;
+BEGIN
+    IF p_arg_id <> 0 THEN
+        SELECT la.tool_name, (
+            SELECT string_agg(CAST(lr.id AS text), ',') FROM threadmem_message lr
+            WHERE la.tool_call_id <> '' AND lr.thread_id = la.thread_id AND lr.tool_call_id = la.tool_call_id
+            AND lr.tool_call_id <> '' AND lr.role = {tool} AND {result_searchable}
+            AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
+                            WHERE lr.thread_id = c.t AND lr.seq > c.s))
+        INTO v_tool, v_ids FROM threadmem_toolargument la WHERE la.id = p_arg_id;
+        RETURN ARRAY[v_tool, v_ids];
+    END IF;
+    SELECT la.tool_name, CAST(lc.id AS text) INTO v_tool, v_ids
+    FROM threadmem_message lt
+    JOIN threadmem_toolargument la ON la.thread_id = lt.thread_id AND la.tool_call_id = lt.tool_call_id
+    JOIN threadmem_message lc ON lc.id = la.message_id
+    WHERE lt.id = p_message_id AND lt.role = {tool} AND lt.tool_call_id <> '' AND la.tool_call_id <> ''
+    AND lc.role = {assistant} AND {call_searchable}
+    AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
+                    WHERE lc.thread_id = c.t AND lc.seq > c.s)
+    ORDER BY la.message_id DESC, la.id LIMIT 1;
+    RETURN ARRAY[v_tool, v_ids];
+END
+$$
+"""
+
+
 def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str) -> LinkSql:
     """The ``tool`` and ``ids`` column expressions for the field (``message_id``, ``arg_id``)."""
+    if dialect.has_link_function:
+        threads, seqs = _caps(scope)
+        call = f"threadmem_hit_link({message_id}, {arg_id}, CAST(%s AS bigint[]), CAST(%s AS bigint[]))"
+        return LinkSql(f"({call})[1]", [threads, seqs], f"({call})[2]", [threads, seqs])
     result_searchable, result_searchable_params = searchable_sql("lr")
     result_scope, result_scope_params = fork_cap_sql(scope, "lr")
     call_searchable, call_searchable_params = searchable_sql("lc")
