@@ -37,7 +37,7 @@ from threadmem.search.literal.dialects import (
     trigram_pattern,
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
-from threadmem.search.literal.links import Link, hit_link
+from threadmem.search.literal.links import hit_link, link_of
 from threadmem.search.literal.plan import MatchPlan, choose_plan, run_plan
 from threadmem.search.literal.windows import Cut, cut_windows, window_at
 
@@ -84,7 +84,7 @@ def literal_search(
             for row in rows
             if row.position is not None
         },
-        {(row.message_id, row.arg_id): Link(row.link_tool, row.link_ids) for row in rows if row.position},
+        {(row.message_id, row.arg_id): link_of(row.link_tool, row.link_ids) for row in rows if row.position},
     )
     bounded = False
     if scope.is_global:

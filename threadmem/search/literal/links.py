@@ -38,6 +38,17 @@ class Link(NamedTuple):
     ids: str | None  # comma-separated message ids
 
 
+def link_of(tool: str | list[str | None] | None, ids: str | None) -> Link:
+    """The two link columns of a statement's row as a ``Link``.
+
+    ``threadmem_hit_link`` answers both in its first column, as an array
+    (one call a row); the inline SQL answers one in each.
+    """
+    if isinstance(tool, list):
+        return Link(tool[0], tool[1])
+    return Link(tool, ids)
+
+
 def _ids(text: str | None) -> tuple[int, ...]:
     if not text:
         return ()
@@ -150,8 +161,9 @@ def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: s
     """The ``tool`` and ``ids`` column expressions for the field (``message_id``, ``arg_id``)."""
     if dialect.has_link_function:
         threads, seqs = _caps(scope)
+        # Both halves in the first column, one call a row (link_of splits them).
         call = f"threadmem_hit_link({message_id}, {arg_id}, CAST(%s AS bigint[]), CAST(%s AS bigint[]))"
-        return LinkSql(f"({call})[1]", [threads, seqs], f"({call})[2]", [threads, seqs])
+        return LinkSql(call, [threads, seqs], "CAST(NULL AS text)", [])
     result_searchable, result_searchable_params = searchable_sql("lr")
     result_scope, result_scope_params = fork_cap_sql(scope, "lr")
     call_searchable, call_searchable_params = searchable_sql("lc")

@@ -46,7 +46,7 @@ class MatchRow(NamedTuple):
     role: str
     position: int | None  # the term's first position (0: no longer matches); None: left to the windows statement
     piece: str | None  # the window's characters when position > 0
-    link_tool: str | None  # with a window: the field's tool and other half (links.py)
+    link_tool: str | list[str | None] | None  # with a window: the tool and other half (links.link_of)
     link_ids: str | None
 
     def candidate(self) -> Candidate:

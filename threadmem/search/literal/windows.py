@@ -19,7 +19,7 @@ from threadmem.search.bounded import TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD, Windo
 from threadmem.search.hits import Candidate
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
-from threadmem.search.literal.links import Link, link_sql
+from threadmem.search.literal.links import Link, link_of, link_sql
 
 
 class WindowRow(NamedTuple):
@@ -28,7 +28,7 @@ class WindowRow(NamedTuple):
     ordinal: int  # the pair's place in the listing order
     position: int | None  # the term's first position in the field; 0 or None: it no longer matches
     piece: str | None  # the window's characters
-    link_tool: str | None  # the field's tool and other half (links.py)
+    link_tool: str | list[str | None] | None  # the field's tool and other half (links.link_of)
     link_ids: str | None
 
 
@@ -182,5 +182,5 @@ def cut_windows(
             _, pair = pairs[row.ordinal]
             cut_here[pair] = window_at(row.position, row.piece)
             if row.position:
-                links[pair[0]] = Link(row.link_tool, row.link_ids)
+                links[pair[0]] = link_of(row.link_tool, row.link_ids)
     return Cut(cut_here, links)
