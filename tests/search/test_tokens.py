@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+from io import StringIO
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -13,14 +15,20 @@ from tests.support.search import skip_without_search_extension
 from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
 from threadmem.search import search_memory
 from threadmem.search.literal import dialects
+from threadmem.search.literal.tokens import token_indexes_create
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
 
 @pytest.fixture
 def token_indexes(db):
-    """The token indexes need threadmem_search 1.1 (migration 0014)."""
+    """The opt-in token indexes (manage.py token_index create), built in the test's transaction."""
     skip_without_search_extension()
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # rows a fixture added have pending FK checks
+    token_indexes_create()
+    yield
+    connection.threadmem_search_extension = None  # the rollback drops them: probe again
 
 
 @pytest.mark.parametrize(
@@ -118,8 +126,15 @@ def listing(user, query):
     return result.hits, result.literal_hits_total
 
 
+INDEXES = ["tokens", "trigrams"] if connection.vendor == "postgresql" else ["trigrams"]
+
+
+@pytest.mark.parametrize("index", INDEXES)
 @pytest.mark.parametrize("persona", ["operator", "owner"])
-def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona):
+def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona, index):
+    if index == "tokens":
+        request.getfixturevalue("token_indexes")
+    assert dialects.dialect().has_tokens is (index == "tokens")
     user = request.getfixturevalue(persona)
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes too
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index path must answer
@@ -153,9 +168,21 @@ def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(
 
 
 @pytest.mark.django_db
-def test_the_dialect_has_tokens_exactly_where_the_indexes_are():
-    with connection.cursor() as cursor:
-        indexes = connection.introspection.get_constraints(cursor, "threadmem_message")
-    assert dialects.dialect().has_tokens is ("message_content_tokens" in indexes)
-    if connection.vendor == "postgresql" and dialects.has_search_extension():
-        assert "message_content_tokens" in indexes
+def test_the_token_index_command_creates_reports_and_drops_it():
+    out = StringIO()
+    call_command("token_index", "status", stdout=out)
+    available = connection.vendor == "postgresql" and dialects.has_search_extension()
+    assert out.getvalue().strip() == (
+        "token index: off, available" if available else "token index: off, unavailable (needs threadmem_search 1.1)"
+    )
+    if not available:
+        with pytest.raises(CommandError, match=r"needs PostgreSQL with threadmem_search 1\.1"):
+            call_command("token_index", "create", stdout=StringIO())
+        assert not dialects.dialect().has_tokens
+        return
+    call_command("token_index", "create", stdout=out)
+    assert "token index: on (message_content_tokens, toolarg_value_tokens)" in out.getvalue()
+    assert dialects.dialect().has_tokens
+    call_command("token_index", "drop", stdout=out)
+    assert out.getvalue().strip().endswith("token index: off, available")
+    assert not dialects.dialect().has_tokens

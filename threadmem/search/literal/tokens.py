@@ -13,8 +13,58 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+
 from threadmem.lib.tokens import token_query
 from threadmem.search.literal.dialects import Dialect
+
+# The token indexes: opt-in (``manage.py token_index``), as they cost appends
+# about three times their time (docs/scaling.md).
+TOKEN_INDEXES = (
+    ("message_content_tokens", "threadmem_message", "content"),
+    ("toolarg_value_tokens", "threadmem_toolargument", "value"),
+)
+
+
+class TokenIndexUnavailable(Exception):
+    """The database cannot hold the token index: not PostgreSQL, or no threadmem_search 1.1."""
+
+
+def token_index_state() -> dict[str, bool]:
+    """Which token indexes exist (and whether the database has ``threadmem_tokens`` at all, as ``"function"``)."""
+    if connection.vendor != "postgresql":
+        return {"function": False, **{name: False for name, _, _ in TOKEN_INDEXES}}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT to_regprocedure('threadmem_tokens(text)') IS NOT NULL, "
+            + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name, _, _ in TOKEN_INDEXES)
+        )
+        found = cursor.fetchone()
+    return {"function": found[0], **{name: found[i + 1] for i, (name, _, _) in enumerate(TOKEN_INDEXES)}}
+
+
+def token_indexes_create(*, concurrently: bool = False) -> None:
+    """Build the token indexes (``concurrently``: without blocking appends, outside a transaction), then ANALYZE."""
+    if not token_index_state()["function"]:
+        raise TokenIndexUnavailable(
+            "the token index needs PostgreSQL with threadmem_search 1.1 (make pg-extension, then migrate)"
+        )
+    how = "CONCURRENTLY " if concurrently else ""
+    with connection.cursor() as cursor:
+        for name, table, column in TOKEN_INDEXES:
+            cursor.execute(f"CREATE INDEX {how}IF NOT EXISTS {name} ON {table} USING gin (threadmem_tokens({column}))")
+        for _name, table, _column in TOKEN_INDEXES:
+            cursor.execute(f"ANALYZE {table}")
+    connection.threadmem_search_extension = None  # probe again (dialects._probe)
+
+
+def token_indexes_drop() -> None:
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for name, _table, _column in TOKEN_INDEXES:
+            cursor.execute(f"DROP INDEX IF EXISTS {name}")
+    connection.threadmem_search_extension = None
 
 
 def token_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[int, str]:
