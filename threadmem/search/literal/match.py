@@ -30,7 +30,7 @@ from threadmem.search.hits import Candidate
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
-from threadmem.search.literal.tokens import argument_branch, content_branch, token_terms
+from threadmem.search.literal.tokens import token_branch, token_terms
 
 
 class MatchRow(NamedTuple):
@@ -201,12 +201,12 @@ def _match_sql(
     params: list[Any] = []
     for index, term in enumerate(terms):
         if tokens and index in tokens and limit:
-            for kind, build, where, where_params, columns in (
-                ("c", content_branch, content_scope, content_scope_params, _CONTENT_COLUMNS),
-                ("a", argument_branch, argument_scope, argument_scope_params, _ARGUMENT_COLUMNS),
+            for kind, where, where_params, columns, column in (
+                ("content", content_scope, content_scope_params, _CONTENT_COLUMNS, "m.content"),
+                ("argument", argument_scope, argument_scope_params, _ARGUMENT_COLUMNS, "a.value"),
             ):
-                column = "m.content" if kind == "c" else "a.value"
-                branch, branch_params = build(
+                branch, branch_params = token_branch(
+                    kind,
                     index,
                     term,
                     tokens[index],
@@ -216,7 +216,7 @@ def _match_sql(
                     where_params=[*where_params, *searchable_params],
                     limit=limit,
                 )
-                branches.append(f"SELECT * FROM ({branch}) {kind}{index}")
+                branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
                 params += branch_params
             continue
         content_match, content_params = condition("m.content", term)

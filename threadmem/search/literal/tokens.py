@@ -74,47 +74,46 @@ def token_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[in
     return {index: query for index, term in enumerate(terms) if (query := token_query(term)) is not None}
 
 
-def content_branch(
-    index: int,
-    term: str,
-    query: str,
-    dialect: Dialect,
-    *,
-    columns: str,
-    where: str,
-    where_params: list[Any],
-    limit: int,
-) -> tuple[str, list[Any]]:
-    """Message content: the newest ``limit`` fields holding ``term`` of those ``where`` admits (scope, searchable)."""
-    recheck, needle = dialect.scan_matches("m.content", term)
-    statement = (
-        f"SELECT {index} AS term, {columns} FROM ("
-        f"SELECT m.id FROM threadmem_message m WHERE {where} "
-        "AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) ORDER BY m.id DESC OFFSET 0) k "
-        f"JOIN threadmem_message m ON m.id = k.id WHERE {recheck} ORDER BY k.id DESC LIMIT %s"
-    )
-    return statement, [*where_params, query, needle, limit]
-
-
-def argument_branch(
-    index: int,
-    term: str,
-    query: str,
-    dialect: Dialect,
-    *,
-    columns: str,
-    where: str,
-    where_params: list[Any],
-    limit: int,
-) -> tuple[str, list[Any]]:
-    """Tool-argument leaves: as ``content_branch``, in the listing's order (message, then leaf)."""
-    recheck, needle = dialect.scan_matches("a.value", term)
-    statement = (
-        f"SELECT {index} AS term, {columns} FROM ("
+# Per field kind: the column, the candidates (ids in listing order, read from
+# the index and the rows' small columns), the join back to the row, the order.
+_KINDS = {
+    "content": (
+        "m.content",
+        "SELECT m.id FROM threadmem_message m WHERE {where} "
+        "AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) ORDER BY m.id DESC OFFSET 0",
+        "JOIN threadmem_message m ON m.id = k.id",
+        "k.id DESC",
+    ),
+    "argument": (
+        "a.value",
         "SELECT a.id, a.message_id FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
-        f"WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) "
-        "ORDER BY a.message_id DESC, a.id OFFSET 0) k "
-        "JOIN threadmem_toolargument a ON a.id = k.id JOIN threadmem_message m ON m.id = k.message_id "
-        f"WHERE {recheck} ORDER BY k.message_id DESC, k.id LIMIT %s"
+        "WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) ORDER BY a.message_id DESC, a.id OFFSET 0",
+        "JOIN threadmem_toolargument a ON a.id = k.id JOIN threadmem_message m ON m.id = k.message_id",
+        "k.message_id DESC, k.id",
+    ),
+}
+
+
+def token_branch(
+    kind: str,
+    index: int,
+    term: str,
+    query: str,
+    dialect: Dialect,
+    *,
+    columns: str,
+    where: str,
+    where_params: list[Any],
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """The newest ``limit`` fields of ``kind`` ("content" or "argument") holding ``term`` among those ``where`` admits.
+
+    ``where``: the scope and searchability, on message alias ``m`` (and argument alias ``a``).
+    """
+    column, candidates, join, order = _KINDS[kind]
+    recheck, needle = dialect.scan_matches(column, term)
+    statement = (
+        f"SELECT {index} AS term, {columns} FROM ({candidates.format(where=where)}) k "
+        f"{join} WHERE {recheck} ORDER BY {order} LIMIT %s"
     )
     return statement, [*where_params, query, needle, limit]
