@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from io import StringIO
 
 import pytest
@@ -12,7 +13,10 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
 from tests.support.search import skip_without_search_extension
+from tests.support.sessions import LONG, data_dir
+from threadmem.imports.service import import_paths
 from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
+from threadmem.models import Message, ToolArgument
 from threadmem.search import search_memory
 from threadmem.search.literal import dialects
 from threadmem.search.literal.tokens import token_indexes_create
@@ -186,3 +190,22 @@ def test_the_token_index_command_creates_reports_and_drops_it():
     call_command("token_index", "drop", stdout=out)
     assert out.getvalue().strip().endswith("token index: off, available")
     assert not dialects.dialect().has_tokens
+
+
+@on_postgresql
+@pytest.mark.usefixtures("token_indexes")
+def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, settings):
+    """Paths, hosts and ids from a shared Claude Code session: the token path against a scan of every message."""
+    path = data_dir() / f"{LONG}.jsonl"
+    import_paths(paths=[path], fmt="claude-code", owner=operator)
+    stored = [*Message.objects.values_list("content", flat=True), *ToolArgument.objects.values_list("value", flat=True)]
+    text = "\n".join(stored)
+    found = sorted(set(re.findall(r"(?:/[\w.-]+){2,}|\b[\w]+(?:[-.][\w]+){2,}\b", text)))
+    terms = [term for term in found if token_query(term) is not None and 6 <= len(term) <= 80]
+    terms = random.Random(11).sample(terms, min(40, len(terms)))
+    assert len(terms) >= 30
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    indexed = {term: listing(operator, term) for term in terms}
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    assert {term: listing(operator, term) for term in terms} == indexed
+    assert sum(1 for hits, total in indexed.values() if total) >= len(terms) // 2
