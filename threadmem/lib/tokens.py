@@ -87,8 +87,8 @@ def token_query(term: str) -> str | None:
     """
     if not term.isascii():
         return None
-    runs = [run.group() for run in _RUN.finditer(term)]
     matches = list(_RUN.finditer(term))
+    runs = [match.group() for match in matches]
     whole = [match.start() > 0 and match.end() < len(term) for match in matches]
     exact: list[str] = []
     prefixes: list[str] = []
