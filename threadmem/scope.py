@@ -11,11 +11,10 @@ from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Q, QuerySet
 
 from threadmem.errors import NotFound
-from threadmem.models import Generation, Message, Thread, searchable_q
+from threadmem.models import Message, searchable_q
 from threadmem.selectors import ScopePart, is_operator, scope_filter
 
 # The channel a caller passes to search every thread they may read (as if they passed none).
@@ -83,6 +82,14 @@ FROM chain ORDER BY depth
 """
 
 
+# A non-operator's global scope: their threads that are not isolated, each with its running total.
+# Raw like _CHAIN_SQL: it runs with every global search, and building it through the ORM cost more than running it.
+_OWNED_SQL = """
+SELECT t.id, (SELECT coalesce(sum(g.visible_chars), 0) FROM threadmem_generation g WHERE g.thread_id = t.id)
+FROM threadmem_thread t WHERE t.owner_id = %s AND NOT t.isolated
+"""
+
+
 class ChainRow(NamedTuple):
     """One thread of a channel's fork chain (``_CHAIN_SQL``), the channel's own first."""
 
@@ -105,16 +112,10 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
     if channel is None or channel == GLOBAL_CHANNEL:
         if operator:
             return SearchScope(user=user, operator=True, channel=None)
-        # order_by(): Thread's default ordering would sort ids that are only a filter. The running totals
-        # come in the same statement: an owner's store small enough is read whole, like a thread.
-        totals = Generation.objects.filter(thread=OuterRef("pk")).order_by().values("thread")
-        rows = (
-            Thread.objects.filter(owner=user, isolated=False)
-            .order_by()
-            .annotate(visible=Coalesce(Subquery(totals.annotate(total=Sum("visible_chars")).values("total")), 0))
-            .values_list("id", "visible")
-        )
-        readable = tuple(rows)
+        # The running totals come in the same statement: an owner's store small enough is read whole, like a thread.
+        with connection.cursor() as cursor:
+            cursor.execute(_OWNED_SQL, [user.pk])
+            readable = cursor.fetchall()
         return SearchScope(
             user=user,
             operator=False,
