@@ -8,7 +8,10 @@
  * reversed, "|", the first's likewise: a pair says the runs are neighbours,
  * which single lexemes cannot (a large field holds most common runs
  * somewhere), and the reversed one serves a term whose first run may end a
- * longer run of the field.
+ * longer run of the field. For each two runs in a row of at least
+ * JUNCTION_CHARS bytes each, also "^", the first's last JUNCTION_CHARS bytes,
+ * "|", the second's first JUNCTION_CHARS: it serves a term of two runs open at
+ * both ends ("connection refused"), which either run may continue in a field.
  * No positions, no dictionary: the index only has to say which fields hold a
  * lexeme, or one with a prefix. A field whose distinct lexemes reach
  * UNINDEXED_BYTES (a tsvector holds at most 1 MB of them) is the one lexeme
@@ -28,6 +31,7 @@
 #include "utils/builtins.h"
 
 #define TOKEN_CHARS 32
+#define JUNCTION_CHARS 4
 #define UNINDEXED_BYTES 500000
 #define UNINDEXED_TOKEN "!all"
 
@@ -134,18 +138,20 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 	char	   *lowered = palloc(length + 1);
 	/*
 	 * Pair lexemes, each at most its two runs and two bytes: all of them at
-	 * most three bytes a byte of the field, twice (forward and reversed).
+	 * most three bytes a byte of the field, twice (forward and reversed); and
+	 * a junction of 2 + 2 * JUNCTION_CHARS bytes for at most one pair every
+	 * JUNCTION_CHARS + 1 bytes.
 	 */
-	char	   *pairs = palloc(6 * length + 2);
+	char	   *pairs = palloc(8 * length + 2 * JUNCTION_CHARS + 2);
 	Size		pairs_used = 0;
 	const char *previous = NULL;
 	Size		previous_length = 0;
 	Lexemes		lexemes = {0};
 	Size		i = 0;
 
-	/* Three lexemes a run, at most one run every two bytes; twice that many slots. */
+	/* Four lexemes a run at most, at most one run every two bytes; twice that many slots. */
 	lexemes.slots = 64;
-	while ((Size) lexemes.slots < 3 * (length + 1))
+	while ((Size) lexemes.slots < 4 * (length + 1))
 		lexemes.slots *= 2;
 	lexemes.table = palloc0(sizeof(int) * lexemes.slots);
 	lexemes.tokens = palloc(sizeof(Token) * (lexemes.slots / 2));
@@ -195,6 +201,18 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 				back[2 + cut + k] = previous[previous_length - 1 - k];
 			if (add_lexeme(&lexemes, back, back_length))
 				pairs_used += back_length;
+			/* ^irst|seco: where the two meet */
+			if (previous_length >= JUNCTION_CHARS && run >= JUNCTION_CHARS)
+			{
+				char	   *junction = pairs + pairs_used;
+
+				junction[0] = '^';
+				memcpy(junction + 1, previous + previous_length - JUNCTION_CHARS, JUNCTION_CHARS);
+				junction[1 + JUNCTION_CHARS] = '|';
+				memcpy(junction + 2 + JUNCTION_CHARS, lowered + start, JUNCTION_CHARS);
+				if (add_lexeme(&lexemes, junction, 2 + 2 * JUNCTION_CHARS))
+					pairs_used += 2 + 2 * JUNCTION_CHARS;
+			}
 		}
 		previous = lowered + start;
 		previous_length = run;

@@ -47,10 +47,13 @@ def token_indexes(db):
         ("ticket-4711/", "'~1174|tekcit':* | '!all'"),
         ("-abc- x", "'abc|x':* | '!all'"),
         ("x-" + "A" * 40 + "-y", f"'~{'a' * TOKEN_CHARS}|x':* & '{'a' * TOKEN_CHARS}|y':* | '!all'"),
-        # One run, or two open runs: each may sit inside a longer run of a field.
+        # Two open runs of four characters or more: the junction where they meet.
+        ("connection refused", "'^tion|refu' | '!all'"),
+        ("Connection: REFUSED", "'^tion|refu' | '!all'"),
+        # One run, or two open runs, one of them shorter: each may sit inside a longer run of a field.
         ("error", None),
         ("kalomi", None),
-        ("connection refused", None),
+        ("con refused", None),
         ("settings.py", None),
         # Not ASCII: a Unicode case mapping could meet an ASCII letter.
         ("café-170.x", None),
@@ -67,10 +70,18 @@ def test_field_tokens_are_runs_cut_to_the_limit_and_each_two_runs_in_a_row_both_
     reversed_pairs = {"~dc|ba", "~t|dc", f"~{long[::-1][:TOKEN_CHARS]}|t", f"~ba|{long[::-1][:TOKEN_CHARS]}"}
     assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | pairs | reversed_pairs
     assert field_tokens("") == set()
+    # Two runs of four characters or more also meet in a junction: the first's last four, the second's first four.
+    assert field_tokens("reConnection REFUSEDly") == {
+        "reconnection",
+        "refusedly",
+        "reconnection|refusedly",
+        "~yldesufer|noitcennocer",
+        "^tion|refu",
+    }
     distinct = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
     assert field_tokens(distinct) == {UNINDEXED_TOKEN}
-    # Just under: each eight-digit run gives itself (8 bytes) and two pairs with the next (17 and 18).
-    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 43 - 1)))
+    # Just under: each eight-digit run gives itself (8 bytes), two pairs with the next (17 and 18) and a junction (10).
+    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 53 - 1)))
 
 
 @on_postgresql
@@ -80,7 +91,8 @@ def test_the_index_function_holds_the_tokens_lib_tokens_names():
     alphabet = "aZ09-_./ é\u212a\u0130\n\tXyz"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(400)]
     texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1)))  # past the tsvector's room
-    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 43 - 1)))  # just under it
+    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 53 - 1)))  # just under it
+    texts.append("reConnection REFUSEDly " + "Q" * 40 + " abcd efg hijk")  # junctions, a run past TOKEN_CHARS
     with connection.cursor() as cursor:
         for text in texts:
             cursor.execute("SELECT array_to_string(tsvector_to_array(threadmem_tokens(%s)), ' ')", [text])
@@ -97,7 +109,17 @@ QUERIES = (*TERMS, "kalomi", "zz-prebak-170.internal", "PREBAK-170.INTERNAL conn
 @pytest.fixture
 def seeded(owner, other):
     rng = random.Random(19)
-    decoys = ("xprebak-170.internals", "prebak-1700.internal", "/srv/presamar/ru35.logs", "ticket-47110", "refusedx")
+    decoys = (
+        "xprebak-170.internals",
+        "prebak-1700.internal",
+        "/srv/presamar/ru35.logs",
+        "ticket-47110",
+        "refusedx",
+        # The junction of "connection refused" ('^tion|refu') without the phrase.
+        "connection  refused",
+        "reconnection refusal",
+        "connection-refused",
+    )
     fillers = ("error", "kalomi", "prekalomi", "connection", "refused", "srv", "log", "170", "internal")
     for index in range(4):
         thread = make_thread(owner if index % 2 else other, channel=f"tokens-{index}")
@@ -177,10 +199,10 @@ def test_the_token_index_command_creates_reports_and_drops_it():
     call_command("token_index", "status", stdout=out)
     available = connection.vendor == "postgresql" and dialects.has_search_extension()
     assert out.getvalue().strip() == (
-        "token index: off, available" if available else "token index: off, unavailable (needs threadmem_search 1.1)"
+        "token index: off, available" if available else "token index: off, unavailable (needs threadmem_search 1.2)"
     )
     if not available:
-        with pytest.raises(CommandError, match=r"needs PostgreSQL with threadmem_search 1\.1"):
+        with pytest.raises(CommandError, match=r"needs PostgreSQL with threadmem_search 1\.2"):
             call_command("token_index", "create", stdout=StringIO())
         assert not dialects.dialect().has_tokens
         return
@@ -209,3 +231,14 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
     settings.THREADMEM_SEARCH_PATH = "scan"
     assert {term: listing(operator, term) for term in terms} == indexed
     assert sum(1 for hits, total in indexed.values() if total) >= len(terms) // 2
+
+
+@on_postgresql
+@pytest.mark.django_db
+def test_migrations_leave_the_extension_at_the_version_whose_tokens_have_junctions():
+    skip_without_search_extension()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'")
+        assert cursor.fetchone() == ("1.2",)
+        cursor.execute("SELECT tsvector_to_array(threadmem_tokens('Connection refused'))")
+        assert "^tion|refu" in cursor.fetchone()[0]

@@ -5,9 +5,11 @@ The token index (migration 0014: PostgreSQL with threadmem_search, whose
 field, a set of lexemes. For each maximal run of ``[A-Za-z0-9]``, lowered:
 its first ``TOKEN_CHARS`` characters. For each two runs in a row: the pair
 ``first|second`` of those, and the reversed pair ``~dnoces|tsrif``, each
-run's last ``TOKEN_CHARS`` characters reversed, the second first. Every
-other character separates runs, whatever it is: punctuation, spaces and
-non-ASCII letters alike.
+run's last ``TOKEN_CHARS`` characters reversed, the second first; and when
+both runs have at least ``JUNCTION_CHARS`` characters, the junction
+``^irst|seco``: the first's last ``JUNCTION_CHARS``, the second's first
+``JUNCTION_CHARS``. Every other character separates runs, whatever it is:
+punctuation, spaces and non-ASCII letters alike.
 
 A term occurs in a field only if the field holds certain lexemes, which
 makes the index exact (never a missed hit), not just a good guess. If the
@@ -19,7 +21,12 @@ term has two runs in a row:
   field's pair starts with ``first|second``;
 * the first the term's first run, open at its start, the second whole: the
   field's reversed pair starts with the second reversed, ``|``, the first
-  reversed.
+  reversed;
+* both open (the term is those two runs, ``connection refused``), each of at
+  least ``JUNCTION_CHARS`` characters: the field's runs end and start with
+  them, so it holds their junction ``^tion|refu``. Either run may continue in
+  the field, so no pair can say it; the junction is a short exact lexeme,
+  found in few fields besides the ones with the phrase.
 
 A whole run in no such pair is a lexeme of the field. A term that is one run
 may sit inside a longer run of the field (``kalomi`` in ``prekalomi``): it
@@ -44,6 +51,9 @@ TOKEN_CHARS = 32
 # Joins the two runs of a pair; starts a reversed pair. Neither is a letter or digit, so no run holds them.
 PAIR = "|"
 REVERSED = "~"
+# Starts a junction: where two runs meet, JUNCTION_CHARS characters of each side.
+JUNCTION = "^"
+JUNCTION_CHARS = 4
 # A field whose lexemes would fill a tsvector (1 MB) is indexed as this one
 # lexeme instead, which every token query also asks for: such fields are
 # always re-checked, never missed. No run of letters or digits can be it.
@@ -62,6 +72,10 @@ def _cut_reversed(run: str) -> str:
     return run.lower()[::-1][:TOKEN_CHARS]
 
 
+def _junction(first: str, second: str) -> str:
+    return f"{JUNCTION}{first[-JUNCTION_CHARS:].lower()}{PAIR}{second[:JUNCTION_CHARS].lower()}"
+
+
 def field_tokens(text: str) -> set[str]:
     """The lexemes of ``text`` as the index holds them (the reference for pg/threadmem_tokens.c)."""
     runs = _RUN.findall(text)
@@ -69,6 +83,8 @@ def field_tokens(text: str) -> set[str]:
     for first, second in pairwise(runs):
         lexemes.add(f"{_cut(first)}{PAIR}{_cut(second)}")
         lexemes.add(f"{REVERSED}{_cut_reversed(second)}{PAIR}{_cut_reversed(first)}")
+        if len(first) >= JUNCTION_CHARS and len(second) >= JUNCTION_CHARS:
+            lexemes.add(_junction(first, second))
     if sum(len(lexeme) for lexeme in lexemes) >= UNINDEXED_BYTES:
         return {UNINDEXED_TOKEN}
     return lexemes
@@ -82,8 +98,8 @@ def token_query(term: str) -> str | None:
     (``UNINDEXED_TOKEN``). Exact lexemes come alone when there are any: a
     prefix makes the index read every lexeme that starts with it, with all
     their fields (tens of milliseconds for a pair of common runs), where an
-    exact one skips through its list. A lexeme holds letters, digits, ``|``
-    and ``~`` only: quoting it in a tsquery needs no escaping.
+    exact one skips through its list. A lexeme holds letters, digits, ``|``,
+    ``~`` and ``^`` only: quoting it in a tsquery needs no escaping.
     """
     if not term.isascii():
         return None
@@ -101,6 +117,8 @@ def token_query(term: str) -> str | None:
             prefixes.append(f"'{_cut(first)}{PAIR}{_cut(second)}':*")
         elif whole[index + 1]:  # the first is the first run, open at its start
             prefixes.append(f"'{REVERSED}{_cut_reversed(second)}{PAIR}{_cut_reversed(first)}':*")
+        elif len(first) >= JUNCTION_CHARS and len(second) >= JUNCTION_CHARS:  # the term is two open runs
+            exact.append(f"'{_junction(first, second)}'")
         else:
             continue
         paired.update((index, index + 1))

@@ -7,7 +7,8 @@ token index over it is opt-in, built by ``manage.py token_index create``
 (threadmem/search/literal/tokens.py), because it costs appends about three
 times their time and is several times the trigram index's size
 (docs/scaling.md); this migration only updates the extension where the
-database has it and the server offers 1.1 (``make pg-extension``).
+database has it at 1.0 and the server offers 1.1 (``make pg-extension``; a
+database created since gets the server's default version from 0007).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def forward(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(
             "SELECT 1 FROM pg_extension e JOIN pg_available_extension_versions v "
-            "ON v.name = e.extname AND v.version = '1.1' WHERE e.extname = 'threadmem_search'"
+            "ON v.name = e.extname AND v.version = '1.1' WHERE e.extname = 'threadmem_search' AND e.extversion = '1.0'"
         )
         if cursor.fetchone() is None:
             return

@@ -41,5 +41,5 @@ class Command(BaseCommand):
         if indexes:
             self.stdout.write(f"token index: on ({', '.join(indexes)})")
         else:
-            available = "available" if state["function"] else "unavailable (needs threadmem_search 1.1)"
+            available = "available" if state["function"] else "unavailable (needs threadmem_search 1.2)"
             self.stdout.write(f"token index: off, {available}")

@@ -270,11 +270,18 @@ def trigram_pattern(term: str) -> str:
 
 # Both trigram indexes are threadmem_search's operator class (migration 0007);
 # both token indexes exist (migration 0014); the link function exists (links.py).
+# threadmem_tokens as lib/tokens.py describes it, junctions included: threadmem_search 1.2 or later
+# (migration 0015 rebuilt a token index built before). Unknown versions are assumed later.
+TOKENS_FUNCTION_SQL = (
+    "coalesce((SELECT extversion NOT IN ('1.0', '1.1') FROM pg_extension WHERE extname = 'threadmem_search'), false)"
+)
+
 _PROBE_SQL = (
     "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
     "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
     "AND o.opcname = 'threadmem_trgm_ops'), "
-    "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL, "
+    "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL "
+    f"AND {TOKENS_FUNCTION_SQL}, "
     "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL"
 )
 

@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 
 from threadmem.lib.tokens import token_query
-from threadmem.search.literal.dialects import Dialect
+from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, Dialect
 
 # The token indexes: opt-in (``manage.py token_index``), as they cost appends
 # about three times their time (docs/scaling.md).
@@ -27,7 +27,7 @@ TOKEN_INDEXES = (
 
 
 class TokenIndexUnavailable(Exception):
-    """The database cannot hold the token index: not PostgreSQL, or no threadmem_search 1.1."""
+    """The database cannot hold the token index: not PostgreSQL, or no threadmem_search 1.2."""
 
 
 def token_index_state() -> dict[str, bool]:
@@ -36,7 +36,7 @@ def token_index_state() -> dict[str, bool]:
         return {"function": False, **{name: False for name, _, _ in TOKEN_INDEXES}}
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT to_regprocedure('threadmem_tokens(text)') IS NOT NULL, "
+            f"SELECT {TOKENS_FUNCTION_SQL}, "
             + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name, _, _ in TOKEN_INDEXES)
         )
         found = cursor.fetchone()
@@ -47,7 +47,7 @@ def token_indexes_create(*, concurrently: bool = False) -> None:
     """Build the token indexes (``concurrently``: without blocking appends, outside a transaction), then ANALYZE."""
     if not token_index_state()["function"]:
         raise TokenIndexUnavailable(
-            "the token index needs PostgreSQL with threadmem_search 1.1 (make pg-extension, then migrate)"
+            "the token index needs PostgreSQL with threadmem_search 1.2 (make pg-extension, then migrate)"
         )
     how = "CONCURRENTLY " if concurrently else ""
     with connection.cursor() as cursor:
