@@ -25,7 +25,7 @@ from threadmem.search.bounded import (
     THREAD_SEARCH_MAX_CHARS,
     WINDOW_CHARS,
 )
-from threadmem.search.log import tool_call_log
+from threadmem.search.log import LoggedCall
 
 SEARCH_MEMORY = "search_memory"
 MESSAGE_CONTEXT_READ = "message_context_read"
@@ -233,14 +233,14 @@ def tool_answer(
         read = _run_read(parsed, user=user, surface=surface)
         return ToolAnswer(text=read.text, result=read)
     except BadToolCall as err:
-        tool_call_log(
+        refused = LoggedCall(
             tool=name,
             user=user,
             surface=surface,
             arguments=parsed if parsed is not None else {"raw": arguments if isinstance(arguments, str) else ""},
-            chars_returned=len(err.message) + len("error: "),
-            status_code=err.status_code,
         )
+        # Refused before a tool ran: no time worth measuring.
+        refused.log(chars_returned=len(err.message) + len("error: "), status_code=err.status_code, latency_ms=0.0)
         return ToolAnswer(text=err.message, is_error=True, field=err.field)
     except DomainError as err:
         return ToolAnswer(text=err.message, is_error=True, field=err.field)
