@@ -194,6 +194,11 @@ class ToolAnswer:
     is_error: bool = False
     field: str | None = None  # a refused call: the argument at fault, as REST names it
 
+    @property
+    def model_text(self) -> str:
+        """What a model reads: the answer, or for a refused call ``error: `` and the message."""
+        return f"error: {self.text}" if self.is_error else self.text
+
     def data(self) -> dict[str, Any]:
         """The JSON REST answers with: the result, or ``{"detail", "field"?}`` for a refused call.
 
@@ -246,18 +251,10 @@ def tool_answer(
         return ToolAnswer(text=err.message, is_error=True, field=err.field)
 
 
-def run_tool(
-    *,
-    name: str,
-    arguments: dict[str, Any] | str | None,
-    user: AbstractBaseUser,
-    default_channel: str | None = None,
-    surface: str,
-) -> str:
-    """Run a memory tool for a model and return the text it reads.
+def run_tool(**call: Any) -> str:
+    """Run a memory tool for a model (``tool_answer``'s keyword arguments) and return the text it reads.
 
     Bad calls do not raise: the model gets one line naming the problem
     (``error: ...``) and can correct itself (see ``tool_answer``).
     """
-    answer = tool_answer(name=name, arguments=arguments, user=user, default_channel=default_channel, surface=surface)
-    return f"error: {answer.text}" if answer.is_error else answer.text
+    return tool_answer(**call).model_text
