@@ -19,7 +19,17 @@ from threadmem.services import CHANNEL_MAX_CHARS, ID_FIELD_MAX_CHARS, TITLE_MAX_
 # --- output -------------------------------------------------------------------
 
 
-class ThreadSerializer(serializers.ModelSerializer):
+# A ModelSerializer that only renders rows: every field of ``Meta.fields`` is read-only. (A comment, not a
+# docstring: the schema would take a docstring for the description of every serializer built on it.)
+class ReadOnlyModelSerializer(serializers.ModelSerializer):
+    def get_extra_kwargs(self) -> dict[str, Any]:
+        extra = super().get_extra_kwargs()
+        for name in self.Meta.fields:
+            extra[name] = {**extra.get(name, {}), "read_only": True}
+        return extra
+
+
+class ThreadSerializer(ReadOnlyModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True, help_text="the owner's username")
     parent = serializers.CharField(
         source="parent.channel",
@@ -44,7 +54,6 @@ class ThreadSerializer(serializers.ModelSerializer):
             "created_at",
             "last_activity_at",
         ]
-        read_only_fields = fields
 
 
 class GenerationSerializer(serializers.Serializer):
@@ -63,7 +72,6 @@ class ThreadDetailSerializer(ThreadSerializer):
 
     class Meta(ThreadSerializer.Meta):
         fields = [*ThreadSerializer.Meta.fields, "generations"]
-        read_only_fields = fields
 
     @extend_schema_field(GenerationSerializer(many=True))
     def get_generations(self, thread: Thread) -> list[dict[str, Any]]:
@@ -80,7 +88,7 @@ class ToolCallSerializer(serializers.Serializer):
     )
 
 
-class MessageSerializer(serializers.ModelSerializer):
+class MessageSerializer(ReadOnlyModelSerializer):
     tool_calls = ToolCallSerializer(many=True, read_only=True)
     superseded_by = serializers.IntegerField(
         source="superseded_by_id", read_only=True, allow_null=True, help_text="id of the message that replaces it"
@@ -104,7 +112,6 @@ class MessageSerializer(serializers.ModelSerializer):
             "superseded_by",
             "created_at",
         ]
-        read_only_fields = fields
 
 
 class ChatToolCallFunctionSerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from api.serializers import ToolCallSerializer
+from api.serializers import ReadOnlyModelSerializer, ToolCallSerializer
 from threadmem.models import Message, ToolCall
 from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS
 
@@ -98,7 +98,7 @@ class MessageIsolationRequest(serializers.Serializer):
     isolated = serializers.BooleanField(help_text="hide the message from every model-facing read and search")
 
 
-class ToolCallLogSerializer(serializers.ModelSerializer):
+class ToolCallLogSerializer(ReadOnlyModelSerializer):
     channel = serializers.CharField(source="thread.channel", allow_null=True, read_only=True)
     caller = serializers.CharField(source="caller.username", allow_null=True, read_only=True)
 
@@ -119,7 +119,6 @@ class ToolCallLogSerializer(serializers.ModelSerializer):
             "latency_ms",
             "status_code",
         ]
-        read_only_fields = fields
 
 
 class FunctionSchemaSerializer(serializers.Serializer):

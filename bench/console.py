@@ -22,21 +22,14 @@ row whole and escaping it, which no page does.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from database import django_environment, migrated_database, require_postgres
+from filler import filler
 
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/threadmem_bench")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
-
-import django  # noqa: E402
-from database import ensure_database  # noqa: E402
+django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench")
 
 CHANNEL_PREFIX = "bench:console:"
 BIG_THREAD_MESSAGES = 10_000
@@ -44,61 +37,16 @@ SMALL_THREAD_MESSAGES = 100
 HUGE_MESSAGE_CHARS = 5 * 1024 * 1024
 SMALL_MESSAGE_CHARS = 50_000
 APPEND_BATCH = 1_000
-WORDS = (
-    "deploy",
-    "staging",
-    "rollout",
-    "restart",
-    "config",
-    "database",
-    "index",
-    "migration",
-    "query",
-    "latency",
-    "timeout",
-    "error",
-    "retry",
-    "worker",
-    "queue",
-    "cache",
-    "token",
-    "session",
-    "request",
-    "response",
-    "status",
-    "check",
-    "health",
-    "metric",
-    "journal",
-    "kernel",
-    "memory",
-    "disk",
-    "volume",
-    "network",
-    "socket",
-    "port",
-    "host",
-    "cluster",
-    "node",
-    "pod",
-    "container",
-    "image",
-    "registry",
-    "build",
-    "pipeline",
-    "commit",
-    "branch",
-)
+WORDS = (  # noqa: SIM905
+    "deploy staging rollout restart config database index migration query latency timeout error retry "
+    "worker queue cache token session request response status check health metric journal kernel memory "
+    "disk volume network socket port host cluster node pod container image registry build pipeline "
+    "commit branch"
+).split()
 
 
 def words(rng: random.Random, chars: int) -> str:
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        word = rng.choice(WORDS)
-        out.append(word)
-        size += len(word) + 1
-    return " ".join(out)[:chars]
+    return filler(chars, lambda: rng.choice(WORDS))
 
 
 def exchange(rng: random.Random, index: int) -> list[dict]:
@@ -162,15 +110,10 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    url = os.environ["DATABASE_URL"]
-    if not url.startswith(("postgres://", "postgresql://")):
-        raise SystemExit(f"bench/console.py measures PostgreSQL; DATABASE_URL is {url!r}")
-    dbname = ensure_database(url)
-    django.setup()
+    dbname = migrated_database(require_postgres("bench/console.py"))
 
     from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from django.test import Client
     from django.urls import reverse
@@ -179,7 +122,6 @@ def main() -> None:
     from threadmem import services
     from threadmem.models import Message, Thread
 
-    call_command("migrate", verbosity=0)
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     settings.THREADMEM_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
     # One generation of 10,000 messages: automatic compaction would split it.

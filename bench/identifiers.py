@@ -17,24 +17,14 @@ that very tool output, with examples the summary dropped but search finds.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from database import django_environment, migrated_database, require_postgres
+from sessions import DATA, LONG_SESSIONS
 
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/threadmem_bench_import"
-os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
-os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)
-os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)
-
-import django  # noqa: E402
-from database import ensure_database  # noqa: E402
-from sessions import DATA, LONG_SESSIONS  # noqa: E402
+django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_import", compaction=False, embedding=False)
 
 CHANNEL_PREFIX = "bench:identifiers:"
 
@@ -116,17 +106,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=int, default=5)
     args = parser.parse_args()
-    url = os.environ["DATABASE_URL"]
-    if not url.startswith(("postgres://", "postgresql://")):
-        raise SystemExit(f"bench/identifiers.py runs on PostgreSQL; DATABASE_URL is {url!r}")
-    ensure_database(url)
-    django.setup()
+    migrated_database(require_postgres("bench/identifiers.py", verb="runs on"))
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from threadmem.models import Thread
 
-    call_command("migrate", verbosity=0)
     user, _ = get_user_model().objects.get_or_create(username="bench-identifiers")
     print("identifiers seen in exactly one tool output of the old generation (before Claude Code's compaction):")
     totals = Counter()

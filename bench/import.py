@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -46,19 +45,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from database import django_environment, migrated_database, require_postgres
+from sessions import DATA, LONG_SESSIONS, repeated, templates
 
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/threadmem_bench_import"
-os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 # Automatic compaction and embedding are workers' jobs: keep them out of both sides.
-os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)
-os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)
+django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_import", compaction=False, embedding=False)
 
 import django  # noqa: E402
-from database import ensure_database  # noqa: E402
-from sessions import DATA, LONG_SESSIONS, repeated, templates  # noqa: E402
 
 TARGET_RATIO = 0.80
 CHANNEL_PREFIX = "bench:import:"
@@ -334,19 +327,14 @@ def main() -> None:
     parser.add_argument("--measure-memory", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
-    url = os.environ["DATABASE_URL"]
-    if not url.startswith(("postgres://", "postgresql://")):
-        raise SystemExit(f"bench/import.py measures PostgreSQL; DATABASE_URL is {url!r}")
+    url = require_postgres("bench/import.py")
     if args.measure_memory:
         django.setup()
         measure_memory(args.measure_memory)
         return
-    dbname = ensure_database(url)
-    django.setup()
-    from django.core.management import call_command
+    dbname = migrated_database(url)
     from django.db import connection
 
-    call_command("migrate", verbosity=0)
     drop_bench_threads()
     vacuum_analyze()
     with connection.cursor() as cursor:

@@ -35,28 +35,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
-import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from database import django_environment, migrated_database, require_postgres
+from filler import filler
 
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/threadmem_bench"
-os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
-# Automatic compaction is its own work (a worker's, with a broker): keep it out
-# of the ingest figure. The hook's threshold check still runs on every append.
-os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)
+# Automatic compaction is its own work (a worker's, with a broker): keep it out of the ingest figure.
+django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench", compaction=False)
 
-import django  # noqa: E402
 import psycopg  # noqa: E402
-from database import ensure_database  # noqa: E402
 
 from threadmem.lib.jsonleaves import string_leaves  # noqa: E402
 
@@ -86,25 +77,22 @@ PATHS = [
 
 def text(rng: random.Random, chars: int) -> str:
     """Log- and chat-like text: words, hosts, paths, numbers and ids."""
-    parts: list[str] = []
-    size = 0
-    while size < chars:
-        roll = rng.random()
-        if roll < 0.04:
-            part = rng.choice(HOSTS)
-        elif roll < 0.08:
-            part = rng.choice(PATHS)
-        elif roll < 0.14:
-            part = str(rng.randrange(10**6))
-        elif roll < 0.17:
-            part = f"{rng.getrandbits(48):012x}"
-        elif roll < 0.19:
-            part = ".\n"
-        else:
-            part = rng.choice(WORDS)
-        parts.append(part)
-        size += len(part) + 1
-    return " ".join(parts)[:chars]
+    return filler(chars, lambda: _part(rng))
+
+
+def _part(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.04:
+        return rng.choice(HOSTS)
+    if roll < 0.08:
+        return rng.choice(PATHS)
+    if roll < 0.14:
+        return str(rng.randrange(10**6))
+    if roll < 0.17:
+        return f"{rng.getrandbits(48):012x}"
+    if roll < 0.19:
+        return ".\n"
+    return rng.choice(WORDS)
 
 
 def make_batch(rng: random.Random, size: int, batch_index: int) -> list[dict]:
@@ -241,15 +229,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    url = os.environ["DATABASE_URL"]
-    if not url.startswith(("postgres://", "postgresql://")):
-        raise SystemExit(f"bench/ingest.py measures PostgreSQL; DATABASE_URL is {url!r}")
-    dbname = ensure_database(url)
-    django.setup()
+    url = require_postgres("bench/ingest.py")
+    dbname = migrated_database(url)
 
     from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
@@ -257,7 +241,6 @@ def main() -> None:
     from threadmem import services
     from threadmem.models import Message, Thread
 
-    call_command("migrate", verbosity=0)
     vacuum_analyze(connection)
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     user, _ = get_user_model().objects.get_or_create(username="bench-ingest")

@@ -38,15 +38,12 @@ import hashlib
 import os
 import re
 import statistics
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from database import ROOT, django_environment
 
-os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/threadmem_bench_recall")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_recall")
 
 import django  # noqa: E402
 import recall_synthetic  # noqa: E402

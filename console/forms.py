@@ -31,6 +31,16 @@ class StaffAuthenticationForm(AuthenticationForm):
             raise forms.ValidationError(self.error_messages["not_staff"], code="not_staff")
 
 
+def _utc_time(*, label: str) -> forms.DateTimeField:
+    """An optional time from the browser's datetime-local box (or typed by hand, seconds and time optional)."""
+    return forms.DateTimeField(
+        required=False,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
+        label=label,
+    )
+
+
 class ThreadFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=255, label="Channel or title")
     owner = forms.CharField(required=False, max_length=150)
@@ -55,18 +65,8 @@ class ToolCallFilterForm(forms.Form):
     caller = forms.CharField(required=False, max_length=150)
     tool = forms.ChoiceField(required=False, choices=[("", "any"), *ToolCall.Tool.choices])
     surface = forms.ChoiceField(required=False, choices=[("", "any"), *ToolCall.Surface.choices])
-    since = forms.DateTimeField(
-        required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
-        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
-        label="From (UTC)",
-    )
-    until = forms.DateTimeField(
-        required=False,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}),
-        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
-        label="To (UTC)",
-    )
+    since = _utc_time(label="From (UTC)")
+    until = _utc_time(label="To (UTC)")
     truncated = forms.BooleanField(required=False, label="Truncated only")
 
     def filters(self) -> dict[str, Any]:

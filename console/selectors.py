@@ -32,15 +32,7 @@ from django.http import Http404
 
 from console.calls import CallView, attach_calls_of_results, attach_results, attach_tool_calls
 from threadmem.lib.storable import text_problem
-from threadmem.models import (
-    Compaction,
-    EmbeddingProgress,
-    Generation,
-    IsolationEvent,
-    Message,
-    Thread,
-    ToolCall,
-)
+from threadmem.models import Compaction, EmbeddingProgress, Generation, IsolationEvent, Message, Thread, ToolCall
 from threadmem.render import message_data
 
 THREADS_PER_PAGE = 50
@@ -73,6 +65,11 @@ def page_of(queryset: QuerySet, *, number: Any, per_page: int) -> Page:
         raise Http404("no such page") from None
 
 
+def _filter_given(rows: QuerySet, **lookups: Any) -> QuerySet:
+    """``rows`` filtered by each of ``lookups`` that was given: a None value is a filter the operator left empty."""
+    return rows.filter(**{lookup: value for lookup, value in lookups.items() if value is not None})
+
+
 # --- threads list -------------------------------------------------------------
 
 
@@ -100,12 +97,12 @@ def thread_rows(
     )
     if text:
         threads = threads.filter(Q(channel__icontains=text) | Q(title__icontains=text))
-    if owner:
-        threads = threads.filter(owner__username__icontains=owner)
-    if isolated is not None:
-        threads = threads.filter(isolated=isolated)
-    if failed_compaction:
-        threads = threads.filter(has_failed_compaction=True)
+    threads = _filter_given(
+        threads,
+        owner__username__icontains=owner or None,
+        isolated=isolated,
+        has_failed_compaction=failed_compaction or None,
+    )
     return threads.order_by("-last_activity_at", "-id")
 
 
@@ -313,21 +310,16 @@ def tool_call_rows(
     until: datetime | None = None,
     truncated_only: bool = False,
 ) -> QuerySet[ToolCall]:
-    calls = ToolCall.objects.select_related("thread", "caller")
-    if thread:
-        calls = calls.filter(thread__channel=thread)
-    if caller:
-        calls = calls.filter(caller__username=caller)
-    if tool:
-        calls = calls.filter(tool=tool)
-    if surface:
-        calls = calls.filter(surface=surface)
-    if since is not None:
-        calls = calls.filter(created_at__gte=since)
-    if until is not None:
-        calls = calls.filter(created_at__lt=until)
-    if truncated_only:
-        calls = calls.filter(truncated=True)
+    calls = _filter_given(
+        ToolCall.objects.select_related("thread", "caller"),
+        thread__channel=thread or None,
+        caller__username=caller or None,
+        tool=tool or None,
+        surface=surface or None,
+        created_at__gte=since,
+        created_at__lt=until,
+        truncated=truncated_only or None,
+    )
     return calls.order_by("-created_at", "-id")
 
 

@@ -10,12 +10,14 @@ they just may not look). Isolation controls are for admins only
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
+from functools import partial, wraps
 from typing import Any
 
 from django.contrib import messages as flash
 from django.contrib.auth.views import LoginView, redirect_to_login
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Page
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -28,12 +30,13 @@ from console.forms import IsolationForm, SearchForm, StaffAuthenticationForm, Th
 from threadmem import services
 from threadmem.compaction.service import compaction_request
 from threadmem.errors import DomainError
-from threadmem.models import Compaction, Thread, ToolCall
+from threadmem.models import Compaction, Message, Thread, ToolCall
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 from threadmem.selectors import generation_list_for, is_operator
 
 View = Callable[..., HttpResponse]
+FilterForm = ThreadFilterForm | ToolCallFilterForm
 
 
 def staff_required(view: View) -> View:
@@ -59,15 +62,22 @@ class ConsoleLoginView(LoginView):
     redirect_authenticated_user = False
 
 
+def _filtered_page(
+    request: HttpRequest, form_class: type[FilterForm], rows_of: Callable[..., QuerySet], per_page: int
+) -> tuple[FilterForm, QuerySet, Page]:
+    """A list page's filter form, bound to the query string, the rows its filters select, and the page asked for."""
+    form = form_class(request.GET or None)
+    rows = rows_of(**form.filters())
+    return form, rows, selectors.page_of(rows, number=request.GET.get("page"), per_page=per_page)
+
+
 # --- threads ------------------------------------------------------------------
 
 
 @require_GET
 @staff_required
 def threads(request: HttpRequest) -> HttpResponse:
-    form = ThreadFilterForm(request.GET or None)
-    rows = selectors.thread_rows(**form.filters())
-    page = selectors.page_of(rows, number=request.GET.get("page"), per_page=selectors.THREADS_PER_PAGE)
+    form, _, page = _filtered_page(request, ThreadFilterForm, selectors.thread_rows, selectors.THREADS_PER_PAGE)
     return render(request, "console/threads.html", {"form": form, "page": page, "nav": "threads"})
 
 
@@ -162,22 +172,23 @@ def thread_compact(request: HttpRequest, thread_id: int) -> HttpResponse:
     return redirect(reverse("console:thread", args=[thread.id]) + "#compactions")
 
 
-def _isolation_toggle(
-    request: HttpRequest,
-    *,
-    confirm_context: dict[str, Any],
-    apply: Callable[[bool], object],
-    done: str,
-    then: HttpResponse,
-) -> HttpResponse:
-    """An isolation form's POST: 400 on a bad value, the confirmation page first, then apply, flash and ``then``."""
+def _isolation_toggle(request: HttpRequest, target: Thread | Message) -> HttpResponse:
+    """An isolation form's POST: 400 on a bad value, the confirmation page first, then toggle, flash, redirect."""
+    if isinstance(target, Thread):
+        confirm_context = {"target": "thread", "thread": target, "nav": "threads"}
+        toggle = partial(services.thread_set_isolated, thread=target)
+        done, then = f"Thread {target.channel}", redirect("console:thread", thread_id=target.id)
+    else:
+        confirm_context = {"target": "message", "message": target, "thread": target.thread}
+        toggle = partial(services.message_set_isolated, message=target)
+        done, then = f"Message #{target.id}", redirect("console:message", message_id=target.id)
     form = IsolationForm(request.POST)
     if not form.is_valid():
         return HttpResponse("isolated must be true or false", status=400, content_type="text/plain")
     isolated = form.cleaned_data["isolated"]
     if not form.cleaned_data["confirm"]:
         return render(request, "console/isolation_confirm.html", {**confirm_context, "isolated": isolated})
-    apply(isolated)
+    toggle(isolated=isolated, actor=request.user, surface="console")
     word = "isolated" if isolated else "released from isolation"
     flash.success(request, f"{done} {word}.")
     return then
@@ -187,16 +198,7 @@ def _isolation_toggle(
 @staff_required
 def thread_isolation(request: HttpRequest, thread_id: int) -> HttpResponse:
     admin_required(request)
-    thread = selectors.thread_get(thread_id=thread_id)
-    return _isolation_toggle(
-        request,
-        confirm_context={"target": "thread", "thread": thread, "nav": "threads"},
-        apply=lambda isolated: services.thread_set_isolated(
-            thread=thread, isolated=isolated, actor=request.user, surface="console"
-        ),
-        done=f"Thread {thread.channel}",
-        then=redirect("console:thread", thread_id=thread.id),
-    )
+    return _isolation_toggle(request, selectors.thread_get(thread_id=thread_id))
 
 
 # --- messages ---------------------------------------------------------------------
@@ -269,15 +271,7 @@ def message_raw(request: HttpRequest, message_id: int) -> HttpResponse:
 def message_isolation(request: HttpRequest, message_id: int) -> HttpResponse:
     admin_required(request)
     message, _ = selectors.message_audit(message_id=message_id)
-    return _isolation_toggle(
-        request,
-        confirm_context={"target": "message", "message": message, "thread": message.thread},
-        apply=lambda isolated: services.message_set_isolated(
-            message=message, isolated=isolated, actor=request.user, surface="console"
-        ),
-        done=f"Message #{message.id}",
-        then=redirect("console:message", message_id=message.id),
-    )
+    return _isolation_toggle(request, message)
 
 
 # --- search and the tool-call log ------------------------------------------------
@@ -316,9 +310,9 @@ def search(request: HttpRequest) -> HttpResponse:
 @require_GET
 @staff_required
 def tool_calls(request: HttpRequest) -> HttpResponse:
-    form = ToolCallFilterForm(request.GET or None)
-    calls = selectors.tool_call_rows(**form.filters())
-    page = selectors.page_of(calls, number=request.GET.get("page"), per_page=selectors.TOOL_CALLS_PER_PAGE)
+    form, calls, page = _filtered_page(
+        request, ToolCallFilterForm, selectors.tool_call_rows, selectors.TOOL_CALLS_PER_PAGE
+    )
     chart = chars_chart(selectors.tool_call_chart_points(calls), cap=THREAD_SEARCH_MAX_CHARS)
     return render(
         request,

@@ -8,9 +8,9 @@ import os
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
-from rest_framework.test import APIClient
 
-from tests.support.factories import console_client, make_thread, make_user, token_client
+from tests.support.factories import console_client, make_thread, token_client
+from tests.support.personas import client_fixture, persona_fixture
 from tests.support.search import skip_without_search_extension
 from threadmem.models import Thread
 
@@ -19,45 +19,17 @@ from threadmem.models import Thread
 os.environ.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
 
 
-@pytest.fixture
-def owner(db):
-    return make_user("owner")
-
-
-@pytest.fixture
-def other(db):
-    return make_user("other")
-
-
-@pytest.fixture
-def operator(db):
-    """Staff: reads everything, may not toggle isolation."""
-    return make_user("operator", is_staff=True)
-
-
-@pytest.fixture
-def admin(db):
-    return make_user("admin", is_staff=True, is_superuser=True)
-
-
-@pytest.fixture
-def owner_api(owner) -> APIClient:
-    return token_client(owner)
-
-
-@pytest.fixture
-def other_api(other) -> APIClient:
-    return token_client(other)
-
-
-@pytest.fixture
-def operator_api(operator) -> APIClient:
-    return token_client(operator)
-
-
-@pytest.fixture
-def admin_api(admin) -> APIClient:
-    return token_client(admin)
+# The personas: an owner, another user (the owner's threads answer them 404), an operator (staff: reads
+# everything, may not toggle isolation) and an admin.
+PERSONAS = {
+    "owner": {},
+    "other": {},
+    "operator": {"is_staff": True},
+    "admin": {"is_staff": True, "is_superuser": True},
+}
+owner, other, operator, admin = (persona_fixture(name, **flags) for name, flags in PERSONAS.items())
+# API clients authenticated with real DRF tokens: owner_api, other_api, operator_api, admin_api.
+owner_api, other_api, operator_api, admin_api = (client_fixture(name, "api", token_client) for name in PERSONAS)
 
 
 @pytest.fixture
@@ -108,19 +80,9 @@ def fresh_cache():
 # --- console (server-rendered pages): session-authenticated test clients ---
 
 
-@pytest.fixture
-def owner_console(owner):
-    return console_client(owner)
-
-
-@pytest.fixture
-def operator_console(operator):
-    return console_client(operator)
-
-
-@pytest.fixture
-def admin_console(admin):
-    return console_client(admin)
+owner_console, operator_console, admin_console = (
+    client_fixture(name, "console", console_client) for name in ("owner", "operator", "admin")
+)
 
 
 # --- models and tasks: the OpenAI-compatible fake, Celery eager mode (compaction issue) ---

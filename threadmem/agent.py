@@ -72,14 +72,12 @@ TOO_MANY_CALLS = (
 NUL_REPLACEMENT = "\ufffd"
 
 
-class TurnModelFailed(DomainError):
+class TurnModelFailed(DomainError, status_code=502):
     """The chat model failed mid-turn (down, timing out, refusing, or answering garbage).
 
     502: the fault is upstream. What the turn stored so far (the user's
     message at least) stays stored; the detail says where.
     """
-
-    status_code = 502
 
 
 @dataclass

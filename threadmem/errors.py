@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DomainError(Exception):
-    """Base class: ``str(err)`` is a message a caller can act on."""
+    """Base class: ``str(err)`` is a message a caller can act on.
+
+    A kind names its HTTP status where it is declared, ``class NotFound(DomainError, status_code=404)``;
+    a kind that names none keeps its parent's.
+    """
 
     status_code = 400
 
@@ -13,28 +19,31 @@ class DomainError(Exception):
         self.message = message
         self.field = field
 
+    def __init_subclass__(cls, *, status_code: int | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if status_code is not None:
+            cls.status_code = status_code
+
 
 class InvalidInput(DomainError):
-    status_code = 400
+    """The request's values break a rule (the default status, 400)."""
 
 
-class PayloadTooLarge(DomainError):
-    status_code = 413
+class PayloadTooLarge(DomainError, status_code=413):
+    """A message or a batch over its size limit."""
 
 
-class NotFound(DomainError):
-    status_code = 404
+class NotFound(DomainError, status_code=404):
+    """No such row, or one the caller may not read: the two answer alike."""
 
 
-class PermissionDenied(DomainError):
-    status_code = 403
+class PermissionDenied(DomainError, status_code=403):
+    """The caller may not make this change (isolation is for admins); nothing was changed."""
 
 
-class Conflict(DomainError):
-    status_code = 409
+class Conflict(DomainError, status_code=409):
+    """The request clashes with the stored state (a channel taken, nothing to compact)."""
 
 
-class ServiceUnavailable(DomainError):
+class ServiceUnavailable(DomainError, status_code=503):
     """A part the service needs (the task broker) cannot be reached; nothing was changed, try again."""
-
-    status_code = 503

@@ -46,36 +46,28 @@ EMBED_BATCH = 256
 ERROR_QUOTE_CHARS = 200
 
 
-class LLMError(DomainError):
-    status_code = 502
+class LLMError(DomainError, status_code=502):
+    """The model server's answer or its absence: the kinds below say which."""
 
 
-class LLMNotConfigured(LLMError):
-    status_code = 503
+class LLMNotConfigured(LLMError, status_code=503):
+    """No model server or model is configured: nothing was sent."""
 
 
-class LLMUnavailable(LLMError):
+class LLMUnavailable(LLMError, status_code=503):
     """Connection refused or reset, HTTP 408/409/429 or 5xx: worth retrying."""
 
-    status_code = 503
 
-
-class LLMTimeout(LLMError):
+class LLMTimeout(LLMError, status_code=504):
     """No answer within THREADMEM_LLM_TIMEOUT: worth retrying."""
-
-    status_code = 504
 
 
 class LLMBadResponse(LLMError):
-    """An answer we cannot use: not JSON, the wrong shape, or empty."""
-
-    status_code = 502
+    """An answer we cannot use: not JSON, the wrong shape, or empty (502, as every LLMError)."""
 
 
 class LLMRejected(LLMError):
-    """The server refused the request itself (bad key, unknown model, bad input): retrying will not help."""
-
-    status_code = 502
+    """The server refused the request itself (bad key, unknown model, bad input): retrying will not help (502)."""
 
 
 # The errors a caller may retry with backoff.

@@ -12,12 +12,12 @@ import logging
 import secrets
 import unicodedata
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Model
 from django.utils import timezone
 
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
@@ -48,6 +48,7 @@ MESSAGE_FIELDS = {
 }
 
 logger = logging.getLogger(__name__)
+RowT = TypeVar("RowT", bound=Model)
 
 # Called after messages land, with the thread; compaction registers its
 # automatic trigger here so this module does not import it.
@@ -135,6 +136,18 @@ def messages_parse(data: Any) -> list[MessageIn]:
     return parsed
 
 
+def create_unless_conflicting(model: type[RowT], **fields: Any) -> RowT | None:
+    """``model.objects.create(**fields)`` in a savepoint: None when a unique constraint refuses the row.
+
+    The caller's transaction goes on either way.
+    """
+    try:
+        with transaction.atomic():
+            return model.objects.create(**fields)
+    except IntegrityError:
+        return None
+
+
 # --- threads ----------------------------------------------------------------
 
 
@@ -184,18 +197,17 @@ def thread_create(
     if fork_from is not None:
         number = fork_from.generation
         parent = fork_from.thread
-    try:
-        with transaction.atomic():
-            thread = Thread.objects.create(
-                channel=channel,
-                title=title,
-                owner=owner,
-                parent=parent,
-                fork_message=fork_from,
-                current_generation=number,
-            )
-    except IntegrityError:
-        raise Conflict(f"channel {channel!r} already exists", field="channel") from None
+    thread = create_unless_conflicting(
+        Thread,
+        channel=channel,
+        title=title,
+        owner=owner,
+        parent=parent,
+        fork_message=fork_from,
+        current_generation=number,
+    )
+    if thread is None:
+        raise Conflict(f"channel {channel!r} already exists", field="channel")
     Generation.objects.create(thread=thread, number=number)
     return thread
 

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
@@ -51,14 +52,20 @@ class StoredMessage(NamedTuple):
     role: str
     kind: str
     content: str
-    tool_calls: list[dict[str, Any]]
     tool_call_id: str
     session_id: str
     source_id: str
     model_visible: bool
     isolated: bool
     superseded_by_id: int | None
+    # Last: the two values COPY takes in another form (store_pg).
+    tool_calls: list[dict[str, Any]]
     created_at: datetime
+
+
+# The columns a message takes from its parsed input as they are (MessageIn), in StoredMessage's order.
+INPUT_COLUMNS = ("role", "kind", "content", "tool_call_id", "session_id", "source_id", "model_visible")
+_input_values = attrgetter(*INPUT_COLUMNS)
 
 
 TOOL_ARGUMENT_COLUMNS = ("message_id", "thread_id", "call_index", "tool_call_id", "tool_name", "path", "value")
@@ -87,10 +94,7 @@ _PG_RESERVE = (
     " FROM reserved, ids, generate_series(reserved.next_seq - %(count)s, reserved.next_seq - 1) AS seq"
     " ORDER BY seq"
 )
-_PG_COPY_MESSAGES = (
-    "COPY threadmem_message (id, thread_id, generation, seq, role, kind, content, tool_calls, tool_call_id,"
-    " session_id, source_id, model_visible, isolated, created_at) FROM STDIN"
-)
+_PG_COPY_MESSAGES = f"COPY threadmem_message ({', '.join(StoredMessage._fields)}) FROM STDIN"
 _PG_COPY_TOOL_ARGUMENTS = f"COPY threadmem_toolargument ({', '.join(TOOL_ARGUMENT_COLUMNS)}) FROM STDIN"
 
 
@@ -124,43 +128,11 @@ def store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) ->
         reserved = cursor.execute(_PG_RESERVE, {"count": len(messages), "now": now, "thread": thread_id}).fetchall()
         with cursor.copy(_PG_COPY_MESSAGES) as copy:
             for (generation, seq, pk), m in zip(reserved, messages, strict=True):
-                stored.append(
-                    StoredMessage(
-                        pk,
-                        thread_id,
-                        generation,
-                        seq,
-                        m.role,
-                        m.kind,
-                        m.content,
-                        m.tool_calls,
-                        m.tool_call_id,
-                        m.session_id,
-                        m.source_id,
-                        m.model_visible,
-                        False,
-                        None,
-                        now,
-                    )
-                )
-                copy.write_row(
-                    (
-                        pk,
-                        thread_id,
-                        generation,
-                        seq,
-                        m.role,
-                        m.kind,
-                        m.content,
-                        json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else "[]",
-                        m.tool_call_id,
-                        m.session_id,
-                        m.source_id,
-                        m.model_visible,
-                        False,
-                        created_at,
-                    )
-                )
+                row = StoredMessage(pk, thread_id, generation, seq, *_input_values(m), False, None, m.tool_calls, now)
+                stored.append(row)
+                # The last two in COPY's text form: the calls as JSON, the batch's one time formatted once.
+                tool_calls = json.dumps(m.tool_calls, ensure_ascii=False) if m.tool_calls else "[]"
+                copy.write_row((*row[:-2], tool_calls, created_at))
             leaves = _tool_argument_rows(stored)
         if leaves:
             with cursor.copy(_PG_COPY_TOOL_ARGUMENTS) as copy:
@@ -180,15 +152,9 @@ def store_orm(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -
                 thread=thread,
                 generation=generation,
                 seq=first_seq + offset,
-                role=m.role,
-                kind=m.kind,
-                content=m.content,
                 tool_calls=m.tool_calls,
-                tool_call_id=m.tool_call_id,
-                session_id=m.session_id,
-                source_id=m.source_id,
-                model_visible=m.model_visible,
                 created_at=now,
+                **dict(zip(INPUT_COLUMNS, _input_values(m), strict=True)),
             )
             for offset, m in enumerate(messages)
         ]

@@ -25,7 +25,7 @@ from threadmem.search.bounded import (
     THREAD_SEARCH_MAX_CHARS,
     WINDOW_CHARS,
 )
-from threadmem.search.log import tool_call_log
+from threadmem.search.log import LoggedCall
 
 SEARCH_MEMORY = "search_memory"
 MESSAGE_CONTEXT_READ = "message_context_read"
@@ -194,6 +194,11 @@ class ToolAnswer:
     is_error: bool = False
     field: str | None = None  # a refused call: the argument at fault, as REST names it
 
+    @property
+    def model_text(self) -> str:
+        """What a model reads: the answer, or for a refused call ``error: `` and the message."""
+        return f"error: {self.text}" if self.is_error else self.text
+
     def data(self) -> dict[str, Any]:
         """The JSON REST answers with: the result, or ``{"detail", "field"?}`` for a refused call.
 
@@ -233,31 +238,23 @@ def tool_answer(
         read = _run_read(parsed, user=user, surface=surface)
         return ToolAnswer(text=read.text, result=read)
     except BadToolCall as err:
-        tool_call_log(
+        refused = LoggedCall(
             tool=name,
             user=user,
             surface=surface,
             arguments=parsed if parsed is not None else {"raw": arguments if isinstance(arguments, str) else ""},
-            chars_returned=len(err.message) + len("error: "),
-            status_code=err.status_code,
         )
+        # Refused before a tool ran: no time worth measuring.
+        refused.log(chars_returned=len(err.message) + len("error: "), status_code=err.status_code, latency_ms=0.0)
         return ToolAnswer(text=err.message, is_error=True, field=err.field)
     except DomainError as err:
         return ToolAnswer(text=err.message, is_error=True, field=err.field)
 
 
-def run_tool(
-    *,
-    name: str,
-    arguments: dict[str, Any] | str | None,
-    user: AbstractBaseUser,
-    default_channel: str | None = None,
-    surface: str,
-) -> str:
-    """Run a memory tool for a model and return the text it reads.
+def run_tool(**call: Any) -> str:
+    """Run a memory tool for a model (``tool_answer``'s keyword arguments) and return the text it reads.
 
     Bad calls do not raise: the model gets one line naming the problem
     (``error: ...``) and can correct itself (see ``tool_answer``).
     """
-    answer = tool_answer(name=name, arguments=arguments, user=user, default_channel=default_channel, surface=surface)
-    return f"error: {answer.text}" if answer.is_error else answer.text
+    return tool_answer(**call).model_text

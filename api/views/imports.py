@@ -6,20 +6,21 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.serializers import ErrorSerializer
+from api.endpoints import errors
+from api.serializers import ReadOnlyModelSerializer
 from threadmem import selectors
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.imports import uploads
 from threadmem.models import Import
 
 
-class ImportSerializer(serializers.ModelSerializer):
+class ImportSerializer(ReadOnlyModelSerializer):
     class Meta:
         model = Import
         fields = [
@@ -39,7 +40,6 @@ class ImportSerializer(serializers.ModelSerializer):
             "created_at",
             "finished_at",
         ]
-        read_only_fields = fields
 
 
 class ImportListView(APIView):
@@ -55,7 +55,7 @@ class ImportListView(APIView):
             "channel of another owner answers 404."
         ),
         request={"multipart/form-data": OpenApiTypes.OBJECT},
-        responses={201: ImportSerializer, 202: ImportSerializer, 400: ErrorSerializer, 401: ErrorSerializer},
+        responses={201: ImportSerializer, 202: ImportSerializer, **errors(400, 401)},
         tags=["imports"],
     )
     def post(self, request: Request, filename: str | None = None) -> Response:
@@ -83,7 +83,7 @@ class ImportDetailView(APIView):
     @extend_schema(
         summary="Read an import",
         parameters=[OpenApiParameter("import_id", OpenApiTypes.STR, OpenApiParameter.PATH)],
-        responses={200: ImportSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        responses={200: ImportSerializer, **errors(401, 404)},
         tags=["imports"],
     )
     def get(self, request: Request, import_id: str) -> Response:

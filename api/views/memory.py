@@ -17,7 +17,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from api.serializers import ErrorSerializer
+from api.endpoints import errors
 from api.serializers import MessageSerializer as StoredMessageSerializer
 from api.serializers_memory import (
     AuditReadSerializer,
@@ -37,7 +37,6 @@ from threadmem.search import message_context_read, search_memory
 from threadmem.search.answers import audit_read_data, search_result_data
 from threadmem.tools import TOOLS
 
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer}
 SEARCH_FIELDS = {"query", "channel", "cursor"}
 
 
@@ -62,7 +61,7 @@ class SearchView(JSONAPIView):
             "read that is not isolated (that needs 3+ letters or digits in a row in the query)."
         ),
         request=SearchRequest,
-        responses={200: SearchResultSerializer, **ERRORS},
+        responses={200: SearchResultSerializer, **errors(400, 401, 404)},
         tags=["memory"],
     )
     def post(self, request: Request) -> Response:
@@ -77,7 +76,7 @@ class SearchView(JSONAPIView):
                 "cursor", OpenApiTypes.STR, description="next_cursor of an earlier answer to the same query"
             ),
         ],
-        responses={200: SearchResultSerializer, **ERRORS},
+        responses={200: SearchResultSerializer, **errors(400, 401, 404)},
         tags=["memory"],
     )
     def get(self, request: Request) -> Response:
@@ -107,7 +106,7 @@ class MessageView(JSONAPIView):
             OpenApiParameter("view", OpenApiTypes.STR, enum=["audit"], description="only 'audit'"),
             OpenApiParameter("offset", OpenApiTypes.INT, description="where the page of content starts"),
         ],
-        responses={200: AuditReadSerializer, **ERRORS},
+        responses={200: AuditReadSerializer, **errors(400, 401, 404)},
         tags=["memory"],
     )
     def get(self, request: Request, message_id: str) -> Response:
@@ -129,7 +128,7 @@ class MessageView(JSONAPIView):
         ),
         parameters=[OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)],
         request=MessageIsolationRequest,
-        responses={200: StoredMessageSerializer, **ERRORS, 403: ErrorSerializer},
+        responses={200: StoredMessageSerializer, **errors(400, 401, 403, 404)},
         tags=["memory"],
     )
     def patch(self, request: Request, message_id: str) -> Response:
@@ -151,12 +150,7 @@ class ToolCallListView(JSONAPIView):
             "made themselves."
         ),
         parameters=[OpenApiParameter("channel", OpenApiTypes.STR, description="only calls on this thread")],
-        responses={
-            200: ToolCallLogSerializer(many=True),
-            400: ErrorSerializer,
-            401: ErrorSerializer,
-            404: ErrorSerializer,
-        },
+        responses={200: ToolCallLogSerializer(many=True), **errors(400, 401, 404)},
         tags=["memory"],
     )
     def get(self, request: Request) -> Response:
@@ -176,7 +170,7 @@ class ToolsView(JSONAPIView):
     @extend_schema(
         summary="The two memory tools as OpenAI function-calling schemas",
         description="Pass the list as the `tools` of a chat completion; run the calls through this API.",
-        responses={200: ToolSchemaSerializer(many=True), 401: ErrorSerializer},
+        responses={200: ToolSchemaSerializer(many=True), **errors(401)},
         tags=["memory"],
     )
     def get(self, request: Request) -> Response:

@@ -10,18 +10,17 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.endpoints import errors, one_or_many, thread_endpoint
 from api.fastjson import FastJSONParser, FastJSONRenderer, SafeJSONParser
 from api.serializers import (
     ContextSerializer,
-    ErrorSerializer,
     MessageRequest,
     MessageSerializer,
     ThreadCreateRequest,
@@ -38,19 +37,6 @@ from threadmem.render import messages_data
 THREAD_CREATE_FIELDS = {"channel", "title", "fork_from"}
 FORK_FROM_FIELDS = {"channel", "message_id"}
 THREAD_UPDATE_FIELDS = {"title", "isolated"}
-
-ERRORS = {
-    400: ErrorSerializer,
-    401: ErrorSerializer,
-    404: ErrorSerializer,
-}
-
-CHANNEL_PARAMETER = OpenApiParameter(
-    "channel",
-    OpenApiTypes.STR,
-    OpenApiParameter.PATH,
-    description="the thread's channel; it may contain '/' and ':' (e.g. slack:C042/1700000000.1), sent as is or as %2F",
-)
 
 
 class Pagination(PageNumberPagination):
@@ -101,7 +87,7 @@ class ThreadListView(JSONAPIView):
     @extend_schema(
         summary="List the threads the caller may read",
         description="Owners see their own threads, operators (staff) see all; most recent activity first.",
-        responses={200: ThreadSerializer(many=True), 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        responses={200: ThreadSerializer(many=True), **errors(400, 401, 404)},
         tags=["threads"],
     )
     def get(self, request: Request) -> Response:
@@ -117,7 +103,7 @@ class ThreadListView(JSONAPIView):
             "history up to and including that message; the parent must be readable by the caller."
         ),
         request=ThreadCreateRequest,
-        responses={201: ThreadSerializer, **ERRORS, 409: ErrorSerializer},
+        responses={201: ThreadSerializer, **errors(400, 401, 404, 409)},
         tags=["threads"],
     )
     def post(self, request: Request) -> Response:
@@ -142,29 +128,23 @@ def thread_detail(thread: Thread) -> dict[str, Any]:
 
 
 class ThreadDetailView(JSONAPIView):
-    @extend_schema(
-        summary="Read a thread with its generations",
-        parameters=[CHANNEL_PARAMETER],
-        responses={200: ThreadDetailSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
-        tags=["threads"],
+    @thread_endpoint(
+        summary="Read a thread with its generations", responses={200: ThreadDetailSerializer}, tags=["threads"]
     )
-    def get(self, request: Request, channel: str) -> Response:
-        thread = selectors.thread_get_for(user=request.user, channel=channel)
+    def get(self, request: Request, thread: Thread) -> Response:
         return Response(thread_detail(thread))
 
-    @extend_schema(
+    @thread_endpoint(
         summary="Change a thread's title, or (admins only) its isolation",
         description=(
             "`isolated` is for superusers and holders of the threadmem.isolate permission (403 for anyone else, "
             "with nothing changed); every toggle writes an audit row."
         ),
-        parameters=[CHANNEL_PARAMETER],
         request=ThreadUpdateRequest,
-        responses={200: ThreadDetailSerializer, **ERRORS, 403: ErrorSerializer},
+        responses={200: ThreadDetailSerializer, **errors(400, 403)},
         tags=["threads"],
     )
-    def patch(self, request: Request, channel: str) -> Response:
-        thread = selectors.thread_get_for(user=request.user, channel=channel)
+    def patch(self, request: Request, thread: Thread) -> Response:
         body = body_object(request, allowed=THREAD_UPDATE_FIELDS)
         if not body:
             raise InvalidInput("nothing to change: send title and/or isolated")
@@ -177,79 +157,57 @@ class ThreadDetailView(JSONAPIView):
         return Response(thread_detail(thread))
 
 
-MESSAGE_APPEND_REQUEST = PolymorphicProxySerializer(
-    component_name="MessageAppend",
-    serializers=[MessageRequest, MessageRequest(many=True)],
-    resource_type_field_name=None,
-    many=False,
-)
-MESSAGE_APPEND_RESPONSE = PolymorphicProxySerializer(
-    component_name="MessageAppended",
-    serializers=[MessageSerializer, MessageSerializer(many=True)],
-    resource_type_field_name=None,
-    many=False,
-)
-
-
 class MessageListView(JSONAPIView):
     pagination_class = Pagination
     # The ingest hot path: batches of up to 1,000 messages in and out.
     parser_classes = [FastJSONParser]
     renderer_classes = [FastJSONRenderer]
 
-    @extend_schema(
+    @thread_endpoint(
         summary="List a thread's stored messages in seq order",
         description=(
             "Every stored message, flags shown (isolated, model_visible, superseded_by, kind). For non-staff "
             "callers an isolated message keeps its place and flags but comes without content or tool calls."
         ),
-        parameters=[
-            CHANNEL_PARAMETER,
-            OpenApiParameter("generation", int, description="only this generation"),
-        ],
-        responses={200: MessageSerializer(many=True), **ERRORS},
+        parameters=[OpenApiParameter("generation", int, description="only this generation")],
+        responses={200: MessageSerializer(many=True), **errors(400)},
         tags=["messages"],
     )
-    def get(self, request: Request, channel: str) -> Response:
-        thread = selectors.thread_get_for(user=request.user, channel=channel)
+    def get(self, request: Request, thread: Thread) -> Response:
         messages = selectors.message_list_for(thread=thread, generation=request.query_params.get("generation"))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(messages, request, view=self)
         hide_isolated = not selectors.is_operator(request.user)
         return paginator.get_paginated_response(messages_data(page, hide_isolated=hide_isolated))
 
-    @extend_schema(
+    @thread_endpoint(
         summary="Append one message or a batch (all or nothing)",
         description=(
             "One message object answers with one stored message; a list (at most THREADMEM_MAX_BATCH, default "
             "1000) answers with the list. A batch with one bad item is refused whole, naming the item. A message "
             "over THREADMEM_MAX_MESSAGE_BYTES answers 413."
         ),
-        parameters=[CHANNEL_PARAMETER],
-        request=MESSAGE_APPEND_REQUEST,
-        responses={201: MESSAGE_APPEND_RESPONSE, **ERRORS, 413: ErrorSerializer},
+        request=one_or_many("MessageAppend", MessageRequest),
+        responses={201: one_or_many("MessageAppended", MessageSerializer), **errors(400, 413)},
         tags=["messages"],
     )
-    def post(self, request: Request, channel: str) -> Response:
-        thread = selectors.thread_get_for(user=request.user, channel=channel)
+    def post(self, request: Request, thread: Thread) -> Response:
         parsed = services.messages_parse(request.data)
         stored = messages_data(services.messages_store(thread=thread, messages=parsed))
         return Response(stored if isinstance(request.data, list) else stored[0], status=status.HTTP_201_CREATED)
 
 
 class ContextView(JSONAPIView):
-    @extend_schema(
+    @thread_endpoint(
         summary="What the model sees now",
         description=(
             "The current generation's summary and model-visible messages as OpenAI-style chat messages "
             "(isolated and superseded messages left out), ready to send to a chat model."
         ),
-        parameters=[CHANNEL_PARAMETER],
-        responses={200: ContextSerializer, 401: ErrorSerializer, 404: ErrorSerializer},
+        responses={200: ContextSerializer},
         tags=["threads"],
     )
-    def get(self, request: Request, channel: str) -> Response:
-        thread = selectors.thread_get_for(user=request.user, channel=channel)
+    def get(self, request: Request, thread: Thread) -> Response:
         messages = selectors.context_messages(thread)
         return Response(
             {"generation": thread.current_generation, "messages": [selectors.chat_message(m) for m in messages]}

@@ -6,15 +6,16 @@ view checks the body's shape, runs the turn and renders what it stored.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
-from api.serializers import ErrorSerializer, MessageSerializer
-from api.views.threads import CHANNEL_PARAMETER, JSONAPIView, body_object
-from threadmem import agent, selectors
+from api.endpoints import errors, thread_endpoint
+from api.serializers import MessageSerializer
+from api.views.threads import JSONAPIView, body_object
+from threadmem import agent
+from threadmem.models import Thread
 from threadmem.render import messages_data
 from threadmem.services import ID_FIELD_MAX_CHARS
 
@@ -49,7 +50,7 @@ class TurnView(JSONAPIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "turns"
 
-    @extend_schema(
+    @thread_endpoint(
         summary="Run one agent turn: the model answers, pulling its own memory",
         description=(
             "Appends the user's message, sends the chat model (OPENAI_BASE_URL, THREADMEM_CHAT_MODEL) the system "
@@ -60,22 +61,11 @@ class TurnView(JSONAPIView):
             "503 naming the missing settings, nothing stored. The model server down, timing out or answering "
             "garbage: 502 with the reason; the user's message and finished steps stay stored."
         ),
-        parameters=[CHANNEL_PARAMETER],
         request=TurnRequest,
-        responses={
-            200: TurnResponse,
-            400: ErrorSerializer,
-            401: ErrorSerializer,
-            404: ErrorSerializer,
-            413: ErrorSerializer,
-            429: ErrorSerializer,
-            502: ErrorSerializer,
-            503: ErrorSerializer,
-        },
+        responses={200: TurnResponse, **errors(400, 413, 429, 502, 503)},
         tags=["agent"],
     )
-    def post(self, request: Request, channel: str) -> Response:
-        thread = selectors.thread_get_for(user=request.user, channel=channel)
+    def post(self, request: Request, thread: Thread) -> Response:
         body = body_object(request, allowed=TURN_FIELDS)
         result = agent.turn_run(
             thread=thread, user=request.user, content=body.get("content"), session_id=body.get("session_id", "")

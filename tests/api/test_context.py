@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tests.support.factories import append, make_thread
-from threadmem.models import Generation, Message, Thread
+from tests.support.factories import append, fork_at_middle, make_summary
+from threadmem.models import Generation, Thread
 from threadmem.services import message_set_isolated
 
 SLACK = "slack:C042/1700000000.1"
@@ -65,9 +65,7 @@ def test_it_starts_a_compacted_thread_with_the_summary(owner_api, thread):
     append(thread, {"role": "user", "content": "old work"})
     Thread.objects.filter(pk=thread.pk).update(current_generation=2, next_seq=3)
     Generation.objects.create(thread=thread, number=2)
-    summary = Message.objects.create(
-        thread=thread, generation=2, seq=2, role="user", kind="summary", content="1. Primary request and intent"
-    )
+    summary = make_summary(thread, generation=2, seq=2, content="1. Primary request and intent")
     Generation.objects.filter(thread=thread, number=1).update(state="closed", summary_message=summary)
     append(Thread.objects.get(pk=thread.pk), {"role": "user", "content": "new work"})
     body = owner_api.get(CONTEXT).json()
@@ -77,13 +75,7 @@ def test_it_starts_a_compacted_thread_with_the_summary(owner_api, thread):
 
 @pytest.mark.django_db
 def test_it_starts_a_fork_with_its_parents_context_up_to_the_fork_point(owner_api, owner, thread):
-    _first, fork_point, _after = append(
-        thread,
-        {"role": "user", "content": "first"},
-        {"role": "assistant", "content": "fork here"},
-        {"role": "user", "content": "only in the parent"},
-    )
-    fork = make_thread(owner, "fork:1/a", fork_from=fork_point)
+    _, fork = fork_at_middle(thread, "fork:1/a", "first", "fork here", "only in the parent")
     append(fork, {"role": "user", "content": "only in the fork"})
     body = owner_api.get("/api/v1/threads/fork:1/a/context/").json()
     assert [m["content"] for m in body["messages"]] == ["first", "fork here", "only in the fork"]

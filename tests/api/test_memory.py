@@ -5,23 +5,15 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from tests.support.factories import append, make_thread, open_generation
+from tests.support.factories import append, append_tool_exchange, make_thread, open_generation
 from threadmem.models import IsolationEvent, Message, ToolCall
 from threadmem.search import search_memory
 
 
 @pytest.fixture
 def stored(thread):
-    call, result = append(
-        thread,
-        {
-            "role": "assistant",
-            "session_id": "s1",
-            "tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "ssh deploy@gamma-9"}}],
-        },
-        {"role": "tool", "tool_call_id": "c1", "session_id": "s1", "content": "welcome to gamma-9"},
-    )
-    return call, result
+    call = {"id": "c1", "name": "shell", "arguments": {"command": "ssh deploy@gamma-9"}}
+    return append_tool_exchange(thread, call, "welcome to gamma-9", session_id="s1")
 
 
 @pytest.mark.django_db

@@ -9,19 +9,14 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.support.api import SLACK, url
-from tests.support.factories import append, make_thread, row_counts
+from tests.support.factories import append, make_summary, make_thread, row_counts
 from threadmem.models import Generation, Message, Thread
 
+# SPEC §6's thread, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
 THREAD_FIELDS = {
-    "channel",
-    "title",
-    "isolated",
-    "current_generation",
-    "owner",
-    "parent",
-    "fork_message_id",
-    "created_at",
-    "last_activity_at",
+    *("channel", "title", "isolated", "current_generation"),  # what it is
+    *("owner", "parent", "fork_message_id"),  # whose, forked from where
+    *("created_at", "last_activity_at"),  # its times
 }
 
 
@@ -273,9 +268,7 @@ def test_it_reads_a_thread_with_its_generations_and_their_message_counts(owner_a
     thread.refresh_from_db()
     Generation.objects.create(thread=thread, number=2)
     (late,) = append(thread, {"role": "user", "content": "three"})
-    summary = Message.objects.create(
-        thread=thread, generation=2, seq=99, role="system", kind="summary", content="1. Primary request"
-    )
+    summary = make_summary(thread, generation=2, seq=99, content="1. Primary request", role="system")
     Generation.objects.filter(thread=thread, number=1).update(
         state="closed", closed_at=dt.datetime(2024, 5, 1, tzinfo=dt.UTC), summary_message=summary
     )

@@ -16,9 +16,14 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from tests.support.compaction import assert_history_intact, compaction_of, deploy_conversation, nine_sections, section
-from tests.support.factories import append, make_thread, token_client
-from tests.support.workers import Workers, api_post, wait_until
+from tests.support.compaction import (
+    assert_history_intact,
+    compaction_held,
+    compaction_of,
+    section,
+)
+from tests.support.factories import append, make_thread
+from tests.support.workers import Workers, wait_until
 from threadmem.celery import app
 from threadmem.compaction import recovery, service
 from threadmem.compaction.lease import claim_heartbeat
@@ -84,14 +89,9 @@ def test_a_whole_worker_killed_mid_compaction_is_completed_within_a_lease_by_the
     try:
         pool.purge()
         pool.start("holder", pool="solo", extra_env=quick)
-        thread = make_thread(owner, "worker:killed-then-swept")
-        deploy_conversation(thread)
-        before = Message.objects.filter(thread=thread).count()
-        gate = fake.push_chat(nine_sections(s8="never delivered"), hold=True)
-        fake.push_chat(nine_sections(s8="written after the sweep"))
-
-        status, _ = api_post(token_client(owner), f"/api/v1/threads/{thread.channel}/compact/")
-        fake.wait_for_requests(1, path_suffix="/chat/completions")
+        thread, before, gate, status = compaction_held(
+            owner, fake, "worker:killed-then-swept", then_section_8="written after the sweep"
+        )
         pool.kill("holder")  # the whole process group: nobody is left to give the task back
         pool.start("survivor", pool="solo", extra_env=quick, beat=True)
         # wait_until gives up after 60 s: the bound from a worker being back.

@@ -31,7 +31,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.compaction import assert_history_intact, compaction_of, deploy_conversation, nine_sections, section
+from tests.support.compaction import (
+    assert_history_intact,
+    compaction_held,
+    compaction_of,
+    deploy_conversation,
+    nine_sections,
+    section,
+)
 from tests.support.factories import make_thread, token_client
 from tests.support.workers import Workers, api_post, wait_until
 from threadmem import selectors
@@ -142,14 +149,9 @@ def test_messages_appended_while_the_model_call_is_in_flight_land_in_the_new_gen
 
 
 def test_a_pool_process_killed_mid_compaction_is_redelivered_and_completed(workers, owner, fake, idle_after):
-    thread = make_thread(owner, "worker:killed-child")
-    deploy_conversation(thread)
-    before = Message.objects.filter(thread=thread).count()
-    gate = fake.push_chat(nine_sections(s8="never delivered"), hold=True)
-    fake.push_chat(nine_sections(s8="written after the redelivery"))
-
-    status, _ = api_post(token_client(owner), f"/api/v1/threads/{thread.channel}/compact/")
-    fake.wait_for_requests(1, path_suffix="/chat/completions")
+    thread, before, gate, status = compaction_held(
+        owner, fake, "worker:killed-child", then_section_8="written after the redelivery"
+    )
     claimed = compaction_of(thread)
     state_while_running = Generation.objects.get(thread=thread, number=1).state
     holder_pid = int(claimed.claimed_by.rsplit(":", 2)[1])
@@ -181,14 +183,9 @@ def test_a_whole_worker_killed_mid_compaction_is_redelivered_by_the_broker(worke
         solo.purge()
         solo.start("s1", pool="solo", extra_env=short)
         solo.start("s2", pool="solo", extra_env=short)
-        thread = make_thread(owner, "worker:killed-worker")
-        deploy_conversation(thread)
-        before = Message.objects.filter(thread=thread).count()
-        gate = fake.push_chat(nine_sections(s8="never delivered"), hold=True)
-        fake.push_chat(nine_sections(s8="written by the other worker"))
-
-        status, _ = api_post(token_client(owner), f"/api/v1/threads/{thread.channel}/compact/")
-        fake.wait_for_requests(1, path_suffix="/chat/completions")
+        thread, before, gate, status = compaction_held(
+            owner, fake, "worker:killed-worker", then_section_8="written by the other worker"
+        )
         holder_pid = int(compaction_of(thread).claimed_by.rsplit(":", 2)[1])
         holder = next(name for name, process in solo.processes.items() if process.pid == holder_pid)
         survivor = next(name for name in solo.processes if name != holder)

@@ -8,9 +8,8 @@ import pytest
 from django.urls import reverse
 
 from console.selectors import CONTENT_PAGE_CHARS
-from tests.support.factories import append
+from tests.support.factories import append, append_tool_exchange, make_summary
 from threadmem import services
-from threadmem.models import Message
 
 
 def url(message, **params) -> str:
@@ -22,18 +21,8 @@ def url(message, **params) -> str:
 
 @pytest.fixture
 def call_and_result(thread):
-    call, result = append(
-        thread,
-        {
-            "role": "assistant",
-            "content": "checking the rollout",
-            "tool_calls": [
-                {"id": "call_9", "name": "bash", "arguments": {"command": "kubectl get pods", "env": {"NS": "web"}}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": "call_9", "content": "web-1 Running"},
-    )
-    return call, result
+    call = {"id": "call_9", "name": "bash", "arguments": {"command": "kubectl get pods", "env": {"NS": "web"}}}
+    return append_tool_exchange(thread, call, "web-1 Running", content="checking the rollout")
 
 
 def test_it_shows_the_message_as_stored_with_its_flags(operator_console, thread):
@@ -94,14 +83,7 @@ def test_it_pages_huge_content_in_fixed_slices(operator_console, thread, setting
 
 def test_it_turns_message_ids_in_a_summary_into_links(operator_console, thread):
     cited = append(thread, {"role": "user", "content": "the evidence"})[0]
-    summary = Message.objects.create(
-        thread=thread,
-        generation=2,
-        seq=50,
-        role="user",
-        kind="summary",
-        content=f"see messageId={cited.id} and #{cited.id}",
-    )
+    summary = make_summary(thread, generation=2, seq=50, content=f"see messageId={cited.id} and #{cited.id}")
     body = operator_console.get(url(summary)).content.decode()
     assert body.count(f'<a class="mid" href="{url(cited)}">{cited.id}</a>') == 2
 

@@ -9,9 +9,9 @@ from django.urls import reverse
 
 from console.calls import TOOL_ARGS_INLINE_CHARS
 from console.selectors import MESSAGE_PREVIEW_CHARS, MESSAGES_PER_PAGE
-from tests.support.factories import append
+from tests.support.factories import append, make_summary
 from threadmem import services
-from threadmem.models import Compaction, Generation, Message
+from threadmem.models import Compaction, Generation
 
 
 def page_url(thread, **params) -> str:
@@ -147,12 +147,10 @@ def test_it_summarises_large_tool_arguments_instead_of_printing_them(operator_co
 
 def test_it_shows_the_generation_timeline_and_a_chosen_generation(operator_console, thread, owner):
     old = append(thread, {"role": "user", "content": "in generation one"})[0]
-    summary = Message.objects.create(
-        thread=thread,
+    summary = make_summary(
+        thread,
         generation=2,
         seq=99,
-        role="user",
-        kind="summary",
         content=f"## 10 How to access the resources used\n- file `/etc/hosts` via bash; messageId={old.id}",
     )
     Generation.objects.filter(thread=thread, number=1).update(state="closed", summary_message=summary)

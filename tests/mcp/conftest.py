@@ -15,8 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.factories import append, make_thread, make_user
+from tests.support.factories import append, make_thread
 from tests.support.mcp_client import ROOT, SECRET, START_SECONDS, child_env, free_port
+from tests.support.personas import persona_fixture
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +49,8 @@ def web(django_db_setup, tmp_path_factory) -> Iterator[str]:
             process.wait()
 
 
-@pytest.fixture
-def alice(transactional_db):
-    return make_user("alice")
-
-
-@pytest.fixture
-def bob(transactional_db):
-    return make_user("bob")
+# Rows the server processes must see: committed, in a transactional test database.
+alice, bob = (persona_fixture(name, database="transactional_db") for name in ("alice", "bob"))
 
 
 @pytest.fixture

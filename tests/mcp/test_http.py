@@ -7,7 +7,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.support.factories import append, make_thread
-from tests.support.mcp_client import SECRET, http_session, run, text_of, token_of
+from tests.support.mcp_client import SECRET, bobs_attempts, http_session, run, text_of, token_of
 from threadmem.models import Message, ToolCall
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -82,11 +82,7 @@ def test_bobs_token_never_reaches_alices_thread_global_search_included(web, alic
 
     async def main():
         async with http_session(f"{web}/mcp/", f"Bearer {bob_token}") as client:
-            scoped = await client.call_tool("search_memory", {"query": SECRET, "channel": alice_thread.channel})
-            global_secret = await client.call_tool("search_memory", {"query": SECRET})
-            global_word = await client.call_tool("search_memory", {"query": "staging"})
-            reads = [await client.call_tool("message_context_read", {"messageId": i}) for i in alice_ids]
-            return scoped, global_secret, global_word, reads
+            return await bobs_attempts(client, alice_thread, alice_ids)
 
     scoped, global_secret, global_word, reads = run(main)
     assert scoped.is_error

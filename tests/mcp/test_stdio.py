@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.support.factories import append, make_thread, token_client
-from tests.support.mcp_client import ROOT, SECRET, child_env, run, stdio_server, text_of, token_of
+from tests.support.mcp_client import ROOT, SECRET, bobs_attempts, child_env, run, stdio_server, text_of, token_of
 from threadmem.models import Message, ToolCall
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 
@@ -138,11 +138,7 @@ def test_bobs_token_never_reaches_alices_thread_global_search_included(alice, al
 
     async def main():
         async with Client(server) as client:
-            scoped = await client.call_tool("search_memory", {"query": SECRET, "channel": alice_thread.channel})
-            global_secret = await client.call_tool("search_memory", {"query": SECRET})
-            global_word = await client.call_tool("search_memory", {"query": "staging"})
-            reads = [await client.call_tool("message_context_read", {"messageId": i}) for i in alice_ids]
-            return scoped, global_secret, global_word, reads
+            return await bobs_attempts(client, alice_thread, alice_ids)
 
     scoped, global_secret, global_word, reads = run(main)
     assert scoped.is_error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.factories import append, make_thread, open_generation
+from tests.support.factories import append, append_tool_exchange, make_thread, open_generation
 from threadmem import services
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.models import ToolCall
@@ -15,17 +15,8 @@ from threadmem.search.audit import AUDIT_READ_MAX_CHARS
 @pytest.fixture
 def exchange(thread):
     """An assistant tool call and its result."""
-    call, result = append(
-        thread,
-        {
-            "role": "assistant",
-            "content": "checking the box",
-            "session_id": "s-9",
-            "tool_calls": [{"id": "call_7", "name": "shell", "arguments": {"command": "uptime"}}],
-        },
-        {"role": "tool", "tool_call_id": "call_7", "session_id": "s-9", "content": "up 3 days"},
-    )
-    return call, result
+    call = {"id": "call_7", "name": "shell", "arguments": {"command": "uptime"}}
+    return append_tool_exchange(thread, call, "up 3 days", content="checking the box", session_id="s-9")
 
 
 @pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from tests.support.factories import append, make_thread, open_generation
+from tests.support.factories import append, fork_at_middle, make_thread, open_generation
 from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.errors import InvalidInput, NotFound
@@ -142,13 +142,9 @@ def test_it_searches_only_the_callers_threads_globally_and_every_thread_for_oper
 
 @pytest.mark.django_db
 def test_it_searches_a_forks_ancestry_up_to_the_fork_point(owner, admin, thread):
-    before, at, _after = append(
-        thread,
-        {"role": "user", "content": "lyra before the fork"},
-        {"role": "assistant", "content": "lyra at the fork"},
-        {"role": "user", "content": "lyra after the fork"},
+    (before, at, _after), fork = fork_at_middle(
+        thread, "fork", "lyra before the fork", "lyra at the fork", "lyra after the fork"
     )
-    fork = make_thread(owner, "fork", fork_from=at)
     (own,) = append(fork, {"role": "user", "content": "lyra in the fork"})
     found = {hit.message_id for hit in search_memory(user=owner, query="lyra", channel="fork").hits}
     assert found == {before.id, at.id, own.id}

@@ -1,12 +1,14 @@
 """Compaction test helpers: a deploy conversation to summarize, a model answer with nine sections,
-the ten headings, and what a finished compaction must leave."""
+the ten headings, a compaction whose model call is held open, and what a finished compaction must leave."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from tests.support.factories import append
+from tests.support.factories import append, make_thread, token_client
+from tests.support.workers import api_post
 from threadmem.compaction import summary
 from threadmem.models import Compaction, Message, Thread
 
@@ -94,3 +96,28 @@ def assert_history_intact(thread: Thread, *, before: int, summary_count: int = 1
     assert len(messages) == before + summary_count
     assert sum(m.kind == Message.Kind.SUMMARY for m in messages) == summary_count
     return messages
+
+
+class HeldCompaction(NamedTuple):
+    """A compaction the API started on a deploy conversation, its first model answer held back."""
+
+    thread: Thread
+    before: int  # the thread's messages before the compaction
+    gate: threading.Event  # set() lets the held answer go (to an attempt that may be dead by then)
+    status: int  # the API's answer to the compact request
+
+
+def compaction_held(owner: Any, fake: Any, channel: str, *, then_section_8: str) -> HeldCompaction:
+    """A deploy conversation in a new thread ``channel``, compacted through the API, once its attempt asked the model.
+
+    The model holds that first answer (section 8 "never delivered") and gives the next attempt section 8
+    ``then_section_8``.
+    """
+    thread = make_thread(owner, channel)
+    deploy_conversation(thread)
+    before = Message.objects.filter(thread=thread).count()
+    gate = fake.push_chat(nine_sections(s8="never delivered"), hold=True)
+    fake.push_chat(nine_sections(s8=then_section_8))
+    status, _ = api_post(token_client(owner), f"/api/v1/threads/{thread.channel}/compact/")
+    fake.wait_for_requests(1, path_suffix="/chat/completions")
+    return HeldCompaction(thread=thread, before=before, gate=gate, status=status)

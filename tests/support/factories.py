@@ -31,6 +31,39 @@ def append(thread: Thread, *messages: dict[str, Any]) -> list[Message]:
     return services.messages_append(thread=thread, messages=services.messages_parse(list(messages)))
 
 
+def append_tool_exchange(
+    thread: Thread, call: dict[str, Any], result: str, *, content: str | None = None, session_id: str | None = None
+) -> tuple[Message, Message]:
+    """An assistant's tool ``call`` (``{"id", "name", "arguments"}``, ``content`` beside it if given) and the tool's
+    ``result``, both in ``session_id`` if given."""
+    call_message: dict[str, Any] = {"role": "assistant", "tool_calls": [call]}
+    result_message: dict[str, Any] = {"role": "tool", "tool_call_id": call["id"], "content": result}
+    if content is not None:
+        call_message["content"] = content
+    if session_id is not None:
+        call_message["session_id"] = result_message["session_id"] = session_id
+    stored_call, stored_result = append(thread, call_message, result_message)
+    return stored_call, stored_result
+
+
+def fork_at_middle(thread: Thread, channel: str, before: str, at: str, after: str) -> tuple[list[Message], Thread]:
+    """Three messages in ``thread`` (user, assistant, user) and a fork ``channel`` of it at the assistant's."""
+    messages = append(
+        thread,
+        {"role": "user", "content": before},
+        {"role": "assistant", "content": at},
+        {"role": "user", "content": after},
+    )
+    return messages, make_thread(thread.owner, channel, fork_from=messages[1])
+
+
+def make_summary(thread: Thread, *, generation: int, seq: int, content: str, role: str = "user") -> Message:
+    """A summary message stored directly (no compaction): the tests give it the generation and seq they need."""
+    return Message.objects.create(
+        thread=thread, generation=generation, seq=seq, role=role, kind=Message.Kind.SUMMARY, content=content
+    )
+
+
 def row_counts() -> dict[str, int]:
     """What a refused request must leave unchanged."""
     from threadmem.models import IsolationEvent, ToolArgument

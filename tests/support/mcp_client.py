@@ -57,6 +57,16 @@ async def http_session(url: str, authorization: str | None) -> AsyncIterator[Cli
         yield client
 
 
+async def bobs_attempts(client: Client, alice_thread: Any, alice_ids: list[int]) -> tuple[Any, Any, Any, list[Any]]:
+    """What bob tries on alice's thread: a search of it, global searches for her secret and for a word both of them
+    wrote, and a read of each of her messages."""
+    scoped = await client.call_tool("search_memory", {"query": SECRET, "channel": alice_thread.channel})
+    global_secret = await client.call_tool("search_memory", {"query": SECRET})
+    global_word = await client.call_tool("search_memory", {"query": "staging"})
+    reads = [await client.call_tool("message_context_read", {"messageId": i}) for i in alice_ids]
+    return scoped, global_secret, global_word, reads
+
+
 def token_of(user) -> str:
     return Token.objects.get_or_create(user=user)[0].key
 

@@ -22,9 +22,9 @@ from django.db.models import DateTimeField, F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from threadmem.models import Compaction, Generation, Thread
+from threadmem.models import LIVE_STATUSES, Compaction, Generation, Thread
 
-LIVE = (Compaction.Status.PENDING, Compaction.Status.RUNNING)
+LIVE = tuple(LIVE_STATUSES)
 # The hard time limit kills any attempt this long after the soft one.
 HARD_LIMIT_EXTRA_SECONDS = 60
 LEASE_MARGIN_SECONDS = 30

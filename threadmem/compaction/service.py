@@ -38,7 +38,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -63,6 +63,7 @@ from threadmem.compaction.lease import claim_heartbeat, heartbeat_lease
 from threadmem.compaction.summary import Summary, summarize
 from threadmem.errors import Conflict, ServiceUnavailable
 from threadmem.models import Compaction, Generation, Message, Thread
+from threadmem.services import create_unless_conflicting
 
 logger = logging.getLogger(__name__)
 
@@ -130,16 +131,15 @@ def compaction_request(
         )
         if not has_messages:
             raise Conflict(f"nothing to compact in generation {number}: it has no messages since its summary")
-        try:
-            with transaction.atomic():
-                compaction = Compaction.objects.create(
-                    thread=locked,
-                    generation=number,
-                    trigger=trigger,
-                    requested_by=requested_by if requested_by is not None and requested_by.pk else None,
-                    task_id=str(uuid.uuid4()),
-                )
-        except IntegrityError:
+        compaction = create_unless_conflicting(
+            Compaction,
+            thread=locked,
+            generation=number,
+            trigger=trigger,
+            requested_by=requested_by if requested_by is not None and requested_by.pk else None,
+            task_id=str(uuid.uuid4()),
+        )
+        if compaction is None:
             # A request that raced past the row lock (it cannot on PostgreSQL or SQLite; belt and braces).
             return Compaction.objects.get(thread=locked, generation=number, status__in=LIVE)
         if enqueue:

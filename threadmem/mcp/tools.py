@@ -21,7 +21,6 @@ from threadmem.search.bounded import GLOBAL_CHANNEL
 from threadmem.tools import (
     MESSAGE_CONTEXT_READ,
     MESSAGE_CONTEXT_READ_TOOL,
-    SEARCH_MEMORY,
     SEARCH_MEMORY_TOOL,
     tool_answer,
 )
@@ -57,23 +56,34 @@ def _read_input_schema() -> dict[str, Any]:
     return schema
 
 
+def _mcp_tool(
+    tool: dict[str, Any], *, title: str, input_schema: dict[str, Any], output_schema: dict[str, Any]
+) -> types.Tool:
+    """One of threadmem.tools' function schemas as an MCP tool: its name and description, a title, read-only hints."""
+    function = tool["function"]
+    return types.Tool(
+        name=function["name"],
+        title=title,
+        description=function["description"],
+        input_schema=input_schema,
+        output_schema=output_schema,
+        annotations=types.ToolAnnotations(title=title, **READ_ONLY_HINTS),
+    )
+
+
 # The order is fixed: search first, then the read that expands its windows.
 TOOLS: list[types.Tool] = [
-    types.Tool(
-        name=SEARCH_MEMORY,
+    _mcp_tool(
+        SEARCH_MEMORY_TOOL,
         title="Search memory",
-        description=SEARCH_MEMORY_TOOL["function"]["description"],
         input_schema=_search_input_schema(),
         output_schema=SEARCH_RESULT_SCHEMA,
-        annotations=types.ToolAnnotations(title="Search memory", **READ_ONLY_HINTS),
     ),
-    types.Tool(
-        name=MESSAGE_CONTEXT_READ,
+    _mcp_tool(
+        MESSAGE_CONTEXT_READ_TOOL,
         title="Read a stored message",
-        description=MESSAGE_CONTEXT_READ_TOOL["function"]["description"],
         input_schema=_read_input_schema(),
         output_schema=AUDIT_READ_SCHEMA,
-        annotations=types.ToolAnnotations(title="Read a stored message", **READ_ONLY_HINTS),
     ),
 ]
 

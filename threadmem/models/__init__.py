@@ -19,9 +19,10 @@ from threadmem.models.threads import (
     ToolArgument,
     searchable_q,
 )
-from threadmem.models.work import Chunk, Compaction, EmbeddingProgress, Import
+from threadmem.models.work import LIVE_STATUSES, Chunk, Compaction, EmbeddingProgress, Import, WorkStatus
 
 __all__ = [
+    "LIVE_STATUSES",
     "MODEL_VISIBLE",
     "SEARCHABLE",
     "Chunk",
@@ -35,5 +36,6 @@ __all__ = [
     "Thread",
     "ToolArgument",
     "ToolCall",
+    "WorkStatus",
     "searchable_q",
 ]

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from threadmem.models.threads import Message, Thread
+from threadmem.models.threads import NEWEST_FIRST, Message, Thread
 
 
 class ToolCall(models.Model):
@@ -39,7 +39,7 @@ class ToolCall(models.Model):
     status_code = models.PositiveIntegerField(default=200)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
+        ordering = NEWEST_FIRST
         indexes = [models.Index(fields=["thread", "created_at"], name="toolcall_thread_time")]
 
     def __str__(self) -> str:
@@ -59,7 +59,7 @@ class IsolationEvent(models.Model):
     surface = models.CharField(max_length=16, default="api")
 
     class Meta:
-        ordering = ["-created_at", "-id"]
+        ordering = NEWEST_FIRST
         constraints = [
             models.CheckConstraint(
                 condition=Q(thread__isnull=False) | Q(message__isnull=False), name="isolation_event_has_target"

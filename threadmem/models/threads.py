@@ -10,6 +10,9 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+# The order of the rows kept as a history (the tool-call log, isolation events, imports, compactions).
+NEWEST_FIRST = ["-created_at", "-id"]
+
 
 class Thread(models.Model):
     """One conversation of one agent, addressed by its unique ``channel``.
@@ -100,16 +103,16 @@ class MessageQuerySet(models.QuerySet):
 
 
 class Message(models.Model):
+    class Kind(models.TextChoices):
+        MESSAGE = "message"
+        MACHINE_EVENT = "machine_event"
+        SUMMARY = "summary"
+
     class Role(models.TextChoices):
         USER = "user"
         ASSISTANT = "assistant"
         TOOL = "tool"
         SYSTEM = "system"
-
-    class Kind(models.TextChoices):
-        MESSAGE = "message"
-        MACHINE_EVENT = "machine_event"
-        SUMMARY = "summary"
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
     # The generation *number* within the thread; compaction moves late

@@ -7,7 +7,20 @@ from django.db import models
 from django.db.models import Q
 
 from threadmem.fields import EmbeddingField
-from threadmem.models.threads import Message, Thread
+from threadmem.models.threads import NEWEST_FIRST, Message, Thread
+
+
+class WorkStatus(models.TextChoices):
+    """Where a piece of background work stands: an import or a compaction."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+# Work that may still finish: at most one live compaction per generation (Compaction.Meta).
+LIVE_STATUSES = [WorkStatus.PENDING, WorkStatus.RUNNING]
 
 
 class Import(models.Model):
@@ -17,11 +30,7 @@ class Import(models.Model):
     the first problems (file, line, reason), ``lines_skipped`` counts them all.
     """
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+    Status = WorkStatus
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="imports")
     format = models.CharField(max_length=32)
@@ -42,7 +51,7 @@ class Import(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
+        ordering = NEWEST_FIRST
 
     def __str__(self) -> str:
         return f"import {self.pk} ({self.format}, {self.status})"
@@ -51,11 +60,7 @@ class Import(models.Model):
 class Compaction(models.Model):
     """One compaction of one generation: its history and its claim."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
+    Status = WorkStatus
 
     thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="compactions")
     generation = models.PositiveIntegerField()
@@ -83,13 +88,13 @@ class Compaction(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
+        ordering = NEWEST_FIRST
         constraints = [
             # At most one live compaction per generation: a second request
             # finds the running one instead of starting another.
             models.UniqueConstraint(
                 fields=["thread", "generation"],
-                condition=Q(status__in=["pending", "running"]),
+                condition=Q(status__in=LIVE_STATUSES),
                 name="compaction_one_live_per_generation",
             ),
             # Re-summaries after isolation (trigger "isolation") rewrite a compacted generation's summary again.

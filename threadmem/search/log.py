@@ -37,43 +37,6 @@ def _loggable(value: Any) -> Any:
     return _loggable(repr(value))
 
 
-def tool_call_log(
-    *,
-    tool: str,
-    user: AbstractBaseUser | None,
-    surface: str,
-    arguments: dict[str, Any],
-    thread_id: int | None = None,
-    hits_total: int = 0,
-    hits_shown: int = 0,
-    chars_returned: int = 0,
-    truncated: bool = False,
-    latency_ms: float = 0.0,
-    status_code: int = 200,
-) -> ToolCall:
-    if surface not in ToolCall.Surface.values:
-        raise ValueError(f"unknown surface {surface!r}; one of {', '.join(ToolCall.Surface.values)}")
-    caller = user if user is not None and user.is_authenticated else None
-    row = ToolCall(
-        tool=tool,
-        caller=caller,
-        surface=surface,
-        thread_id=thread_id,
-        arguments={key: _loggable(value) for key, value in arguments.items()},
-        hits_total=hits_total,
-        hits_shown=hits_shown,
-        chars_returned=chars_returned,
-        truncated=truncated,
-        latency_ms=round(latency_ms, 3),
-        status_code=status_code,
-    )
-    if connection.vendor == "postgresql" and connection.get_autocommit():
-        _insert_async_commit(row)
-    else:
-        row.save(force_insert=True)
-    return row
-
-
 def _insert_async_commit(row: ToolCall) -> None:
     """Insert ``row`` in one round trip, with an asynchronous commit.
 
@@ -123,20 +86,31 @@ class LoggedCall:
         hits_shown: int = 0,
         truncated: bool = False,
         status_code: int = 200,
+        latency_ms: float | None = None,
     ) -> ToolCall:
-        return tool_call_log(
+        """Write the call's ToolCall row; ``latency_ms`` defaults to the time since the call started."""
+        if self.surface not in ToolCall.Surface.values:
+            raise ValueError(f"unknown surface {self.surface!r}; one of {', '.join(ToolCall.Surface.values)}")
+        if latency_ms is None:
+            latency_ms = (time.perf_counter() - self.started) * 1000
+        row = ToolCall(
             tool=self.tool,
-            user=self.user,
+            caller=self.user if self.user is not None and self.user.is_authenticated else None,
             surface=self.surface,
-            arguments=self.arguments,
             thread_id=self.thread_id,
+            arguments={key: _loggable(value) for key, value in self.arguments.items()},
             hits_total=hits_total,
             hits_shown=hits_shown,
             chars_returned=chars_returned,
             truncated=truncated,
-            latency_ms=(time.perf_counter() - self.started) * 1000,
+            latency_ms=round(latency_ms, 3),
             status_code=status_code,
         )
+        if connection.vendor == "postgresql" and connection.get_autocommit():
+            _insert_async_commit(row)
+        else:
+            row.save(force_insert=True)
+        return row
 
 
 @contextmanager

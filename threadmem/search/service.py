@@ -8,8 +8,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.errors import InvalidInput
-from threadmem.lib.storable import text_problem
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
+from threadmem.lib.validate import check_text
 from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import semantic
@@ -37,13 +37,9 @@ class SearchResult:
 
 
 def _check_query(query: Any) -> str:
-    if not isinstance(query, str):
+    if query is None:  # check_text reads None as "": a missing query is not an empty one
         raise InvalidInput("query must be a string", field="query")
-    problem = text_problem(query)
-    if problem:
-        raise InvalidInput(f"query {problem}", field="query")
-    if not query.strip():
-        raise InvalidInput("query must not be empty", field="query")
+    query = check_text(query, name="query", allow_empty=False)
     if len(query) > QUERY_MAX_CHARS:
         raise InvalidInput(
             f"query is {len(query)} characters; the limit is {QUERY_MAX_CHARS}: search for a distinctive part of it",
@@ -55,11 +51,7 @@ def _check_query(query: Any) -> str:
 def _check_channel(channel: Any) -> str | None:
     if channel is None:
         return None
-    if not isinstance(channel, str):
-        raise InvalidInput("channel must be a string", field="channel")
-    problem = text_problem(channel)
-    if problem:
-        raise InvalidInput(f"channel {problem}", field="channel")
+    channel = check_text(channel, name="channel")
     if not channel.strip():
         return None
     if len(channel) > CHANNEL_MAX_CHARS:

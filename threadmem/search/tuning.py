@@ -7,7 +7,7 @@ against the other. Read per search, so a changed setting applies at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
 
 from django.conf import settings
@@ -34,13 +34,6 @@ class SearchTuning:
 
     @classmethod
     def from_settings(cls) -> SearchTuning:
-        return cls(
-            index_budget_ms=settings.THREADMEM_SEARCH_INDEX_BUDGET_MS,
-            recent_budget_ms=settings.THREADMEM_SEARCH_RECENT_BUDGET_MS,
-            thread_scan_bytes=settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES,
-            spelling_sample_bytes=settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES,
-            pg_extension=settings.THREADMEM_SEARCH_PG_EXTENSION,
-            tokens=settings.THREADMEM_SEARCH_TOKENS,
-            scan_bytes_per_ms=settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS,
-            path=SearchPath(settings.THREADMEM_SEARCH_PATH),
-        )
+        """Each knob from the setting of its name: ``index_budget_ms`` from THREADMEM_SEARCH_INDEX_BUDGET_MS."""
+        knobs = {knob.name: getattr(settings, f"THREADMEM_SEARCH_{knob.name.upper()}") for knob in fields(cls)}
+        return cls(**{**knobs, "path": SearchPath(knobs["path"])})

@@ -83,11 +83,15 @@ class Dialect:
     def min_chars(self, column: str) -> str:
         raise NotImplementedError
 
+    # The SQL names of the larger and the smaller of two values.
+    greatest_function = ""
+    least_function = ""
+
     def greatest(self, left: str, right: str) -> str:
-        raise NotImplementedError
+        return f"{self.greatest_function}({left}, {right})"
 
     def least(self, left: str, right: str) -> str:
-        raise NotImplementedError
+        return f"{self.least_function}({left}, {right})"
 
     # Ends a subquery that the planner must run as it is written, not merge
     # into the query around it (which would repeat its expressions there).
@@ -183,11 +187,8 @@ class PostgresDialect(Dialect):
         # UTF-8 needs at most 4 bytes a character.
         return f"((octet_length({column}) + 3) / 4)"
 
-    def greatest(self, left: str, right: str) -> str:
-        return f"greatest({left}, {right})"
-
-    def least(self, left: str, right: str) -> str:
-        return f"least({left}, {right})"
+    greatest_function = "greatest"
+    least_function = "least"
 
     def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
         # One array literal: the driver quotes a string at once, where it would
@@ -227,11 +228,8 @@ class SqliteDialect(Dialect):
     def min_chars(self, column: str) -> str:
         return f"length({column})"
 
-    def greatest(self, left: str, right: str) -> str:
-        return f"max({left}, {right})"
-
-    def least(self, left: str, right: str) -> str:
-        return f"min({left}, {right})"
+    greatest_function = "max"  # SQLite's scalar max and min of two or more values
+    least_function = "min"
 
     fence = "LIMIT -1 OFFSET 0"  # SQLite has no OFFSET without LIMIT
 

@@ -82,6 +82,19 @@ _ARGUMENT_COLUMNS = (
 )
 
 
+# Per field kind: the column matched, the columns selected, the rows read, the order a global branch stops in.
+_FIELD_KINDS = (
+    ("content", "m.content", _CONTENT_COLUMNS, "FROM threadmem_message m", "m.id DESC"),
+    (
+        "argument",
+        "a.value",
+        _ARGUMENT_COLUMNS,
+        "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id",
+        "a.message_id DESC, a.id",
+    ),
+)
+
+
 def spelling_sample_bytes() -> int:
     return settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES
 
@@ -195,56 +208,40 @@ def _match_sql(
     """
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
-    content_scope, content_scope_params = scope_sql(scope, dialect, message="m")
-    argument_scope, argument_scope_params = scope_sql(scope, dialect, message="m", argument="a")
+    scopes = {
+        "content": scope_sql(scope, dialect, message="m"),
+        "argument": scope_sql(scope, dialect, message="m", argument="a"),
+    }
     branches = []
     params: list[Any] = []
     for index, term in enumerate(terms):
-        if tokens and index in tokens and limit:
-            for kind, where, where_params, columns, column in (
-                ("content", content_scope, content_scope_params, _CONTENT_COLUMNS, "m.content"),
-                ("argument", argument_scope, argument_scope_params, _ARGUMENT_COLUMNS, "a.value"),
-            ):
+        for kind, column, columns, rows, order in _FIELD_KINDS:
+            where, where_params = scopes[kind]
+            selected = columns.format(min_chars=dialect.min_chars(column))
+            if tokens and index in tokens and limit:
                 branch, branch_params = token_branch(
                     kind,
                     index,
                     term,
                     tokens[index],
                     dialect,
-                    columns=columns.format(min_chars=dialect.min_chars(column)),
+                    columns=selected,
                     where=f"{where} AND {searchable}",
                     where_params=[*where_params, *searchable_params],
                     limit=limit,
                 )
-                branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
-                params += branch_params
-            continue
-        content_match, content_params = condition("m.content", term)
-        argument_match, argument_params = condition("a.value", term)
-        if spelled and index in spelled:
-            content_match = f"(m.content LIKE %s OR {content_match})"
-            content_params = [like_contains(spelled[index]), *content_params]
-        branch = (
-            f"SELECT {index} AS term, {_CONTENT_COLUMNS.format(min_chars=dialect.min_chars('m.content'))} "
-            f"FROM threadmem_message m WHERE {content_scope} AND {searchable} AND {content_match}"
-        )
-        branch_params = [*content_scope_params, *searchable_params, *content_params]
-        if limit:
-            branch += " ORDER BY m.id DESC LIMIT %s"
-            branch_params.append(limit)
-        branches.append(f"SELECT * FROM ({branch}) c{index}")
-        params += branch_params
-        branch = (
-            f"SELECT {index} AS term, {_ARGUMENT_COLUMNS.format(min_chars=dialect.min_chars('a.value'))} "
-            "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
-            f"WHERE {argument_scope} AND {searchable} AND {argument_match}"
-        )
-        branch_params = [*argument_scope_params, *searchable_params, *argument_params]
-        if limit:
-            branch += " ORDER BY a.message_id DESC, a.id LIMIT %s"
-            branch_params.append(limit)
-        branches.append(f"SELECT * FROM ({branch}) a{index}")
-        params += branch_params
+            else:
+                match, match_params = condition(column, term)
+                if kind == "content" and spelled and index in spelled:
+                    match = f"({column} LIKE %s OR {match})"
+                    match_params = [like_contains(spelled[index]), *match_params]
+                branch = f"SELECT {index} AS term, {selected} {rows} WHERE {where} AND {searchable} AND {match}"
+                branch_params = [*where_params, *searchable_params, *match_params]
+                if limit:
+                    branch += f" ORDER BY {order} LIMIT %s"
+                    branch_params.append(limit)
+            branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
+            params += branch_params
     return with_small_windows(" UNION ALL ".join(branches), params, terms, dialect, scope=scope, start=start)
 
 
