@@ -15,23 +15,27 @@ from django.db import migrations
 
 TOKEN_INDEXES = ("message_content_tokens", "toolarg_value_tokens")
 
+# One row, which token indexes exist, when the database has the extension before 1.2 and the server offers 1.2.
+UPGRADABLE_SQL = (
+    "SELECT "
+    + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in TOKEN_INDEXES)
+    + " FROM pg_extension e WHERE e.extname = 'threadmem_search' AND e.extversion IN ('1.0', '1.1') AND EXISTS "
+    "(SELECT 1 FROM pg_available_extension_versions v WHERE v.name = e.extname AND v.version = '1.2')"
+)
+
 
 def forward(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM pg_extension e JOIN pg_available_extension_versions v "
-            "ON v.name = e.extname AND v.version = '1.2' "
-            "WHERE e.extname = 'threadmem_search' AND e.extversion IN ('1.0', '1.1')"
-        )
-        if cursor.fetchone() is None:
-            return
-        cursor.execute("SELECT " + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in TOKEN_INDEXES))
-        present = [name for name, found in zip(TOKEN_INDEXES, cursor.fetchone(), strict=True) if found]
+        cursor.execute(UPGRADABLE_SQL)
+        found = cursor.fetchone()
+    if found is None:
+        return
     schema_editor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.2'")
-    for name in present:
-        schema_editor.execute(f"REINDEX INDEX {name}")
+    for name, present in zip(TOKEN_INDEXES, found, strict=True):
+        if present:
+            schema_editor.execute(f"REINDEX INDEX {name}")
 
 
 class Migration(migrations.Migration):
