@@ -149,9 +149,9 @@ def store_is_built() -> bool:
         return count >= STORE_MESSAGES
 
 
-# Dropped for the load and rebuilt after it as the migrations made them (0002
-# with pg_trgm's operator class, 0007 with threadmem_search's where the server
-# has it; 0014's token indexes where it has threadmem_search 1.1).
+# Dropped for the load and rebuilt after it as they were (0002 with pg_trgm's
+# operator class, 0007 with threadmem_search's where the server has it; the
+# opt-in token indexes where the store has them: manage.py token_index create).
 SEARCH_INDEXES = ("message_content_trgm", "toolarg_value_trgm", "message_content_tokens", "toolarg_value_tokens")
 
 

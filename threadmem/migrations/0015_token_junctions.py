@@ -4,9 +4,10 @@ A junction (``^tion|refu``: the last four characters of a run and the first
 four of the next) is what a term of two runs open at both ends asks of a field
 (threadmem/lib/tokens.py). The function's code changed with the server's copy
 of the extension (``make pg-extension``): a token index built before lacks the
-junctions of its older rows, so where one exists it is rebuilt here, which
-takes as long as ``manage.py token_index create`` did. Search asks for
-junctions only once the extension is 1.2 (search/literal/dialects.py).
+junctions of its older rows, so where one exists it is rebuilt here,
+concurrently (appends go on; it takes about as long as ``manage.py
+token_index create`` did), before the extension's version moves: search asks
+for junctions only once the version is 1.2 (search/literal/dialects.py).
 """
 
 from __future__ import annotations
@@ -32,13 +33,16 @@ def forward(apps, schema_editor):
         found = cursor.fetchone()
     if found is None:
         return
-    schema_editor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.2'")
+    # Rebuilt first, without blocking appends; search asks for junctions only once the version says 1.2.
     for name, present in zip(TOKEN_INDEXES, found, strict=True):
         if present:
-            schema_editor.execute(f"REINDEX INDEX {name}")
+            schema_editor.execute(f"REINDEX INDEX CONCURRENTLY {name}")
+    schema_editor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.2'")
 
 
 class Migration(migrations.Migration):
+    atomic = False  # REINDEX CONCURRENTLY runs outside a transaction
+
     dependencies = [("threadmem", "0014_token_indexes")]
 
     operations = [migrations.RunPython(forward, migrations.RunPython.noop)]
