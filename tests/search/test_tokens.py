@@ -242,3 +242,28 @@ def test_migrations_leave_the_extension_at_the_version_whose_tokens_have_junctio
         assert cursor.fetchone() == ("1.2",)
         cursor.execute("SELECT tsvector_to_array(threadmem_tokens('Connection refused'))")
         assert "^tion|refu" in cursor.fetchone()[0]
+
+
+@on_postgresql
+@pytest.mark.usefixtures("token_indexes")
+def test_a_token_index_is_left_unused_while_the_extension_predates_junctions():
+    """Migration 0015 moves the version last: until then an index built before may lack junctions."""
+
+    def status() -> str:
+        out = StringIO()
+        call_command("token_index", "status", stdout=out)
+        return out.getvalue().strip()
+
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.1'")
+    connection.threadmem_search_extension = None
+    assert not dialects.dialect().has_tokens
+    assert (
+        status()
+        == "token index: unused (message_content_tokens, toolarg_value_tokens): make pg-extension, then migrate"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.2'")
+    connection.threadmem_search_extension = None
+    assert dialects.dialect().has_tokens
+    assert status() == "token index: on (message_content_tokens, toolarg_value_tokens)"

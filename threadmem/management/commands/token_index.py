@@ -38,7 +38,10 @@ class Command(BaseCommand):
             token_indexes_drop()
         state = token_index_state()
         indexes = [name for name, present in state.items() if name != "function" and present]
-        if indexes:
+        if indexes and not state["function"]:
+            # Built by hand or before threadmem_search 1.2: search leaves it unused (no junctions in it yet).
+            self.stdout.write(f"token index: unused ({', '.join(indexes)}): make pg-extension, then migrate")
+        elif indexes:
             self.stdout.write(f"token index: on ({', '.join(indexes)})")
         else:
             available = "available" if state["function"] else "unavailable (needs threadmem_search 1.2)"
