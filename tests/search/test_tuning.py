@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from threadmem.search.literal.owner import OWNER_WINDOW_THREADS_MAX
 from threadmem.search.literal.plan import MatchPlan, choose_plan
 from threadmem.search.tuning import SearchPath, SearchTuning
 
@@ -57,16 +58,21 @@ def test_the_knobs_read_as_one_frozen_object(settings):
 
 
 @pytest.mark.parametrize(
-    ("visible_bytes", "path", "plan"),
+    ("visible_bytes", "threads", "path", "plan"),
     [
-        (999_999, "auto", MatchPlan.SCAN),
-        (999_999, "scan", MatchPlan.SCAN),
-        (999_999, "index", MatchPlan.INDEX_THEN_RECENT),
-        (1_000_001, "auto", MatchPlan.INDEX_THEN_RECENT),
+        (999_999, 2, "auto", MatchPlan.SCAN),
+        (999_999, 2, "scan", MatchPlan.SCAN),
+        (999_999, 2, "index", MatchPlan.WINDOW_THEN_RECENT),
+        (1_000_001, 2, "auto", MatchPlan.WINDOW_THEN_RECENT),
+        # Too many threads to look each one's newest messages up: the indexes alone.
+        (1_000_001, OWNER_WINDOW_THREADS_MAX + 1, "auto", MatchPlan.INDEX_THEN_RECENT),
     ],
 )
-def test_an_owners_global_scope_as_small_as_a_scanned_thread_is_read_whole(settings, visible_bytes, path, plan):
+def test_an_owners_global_scope_as_small_as_a_scanned_thread_is_read_whole(
+    settings, visible_bytes, threads, path, plan
+):
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 1_000_000
     settings.THREADMEM_SEARCH_PATH = path
-    owners_global = SimpleNamespace(is_global=True, visible_bytes=visible_bytes, readable_thread_ids=(1, 2))
+    owned = tuple(range(1, threads + 1))
+    owners_global = SimpleNamespace(is_global=True, visible_bytes=visible_bytes, readable_thread_ids=owned)
     assert choose_plan(owners_global, POSTGRES) == plan

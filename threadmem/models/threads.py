@@ -114,7 +114,8 @@ class Message(models.Model):
         TOOL = "tool"
         SYSTEM = "system"
 
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages")
+    # Indexed by (thread, id) below, which also serves every lookup by thread alone.
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="messages", db_index=False)
     # The generation *number* within the thread; compaction moves late
     # arrivals to the next generation with one UPDATE on this column.
     generation = models.PositiveIntegerField()
@@ -154,6 +155,8 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq"),
+            # A thread's messages newest first: an owner's newest window (search/literal/owner.py).
+            models.Index(fields=["thread", "id"], name="message_thread_id"),
             # A tool-argument hit names its results (search/literal/links.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),
         ]

@@ -27,6 +27,7 @@ from threadmem.search.bounded import (
     hit_header,
 )
 from threadmem.search.hits import Candidate
+from threadmem.search.literal import owner
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
@@ -158,11 +159,13 @@ def index_match_sql(
     *,
     spelled: Mapping[int, str] | None = None,
     start: tuple[int, int, int] | None = None,
+    window: bool = False,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope through the trigram indexes (``Dialect.matches``).
 
     ``spelled`` maps a term's index to the thread's spelling of it
-    (``spellings``), tried in content before the regex.
+    (``spellings``), tried in content before the regex. ``window``: an
+    owner's newest messages first, the indexes for older ones (``owner.py``).
     """
     narrow = not scope.is_global
 
@@ -173,7 +176,7 @@ def index_match_sql(
     # The global scope: per term, the token index where the term allows it
     # (exact posting lists, tokens.py), else the trigram index.
     tokens = {} if narrow else token_terms(list(terms), dialect)
-    return _match_sql(scope, terms, dialect, indexed, spelled=spelled, start=start, tokens=tokens)
+    return _match_sql(scope, terms, dialect, indexed, spelled=spelled, start=start, tokens=tokens, window=window)
 
 
 def scan_match_sql(
@@ -197,6 +200,7 @@ def _match_sql(
     spelled: Mapping[int, str] | None,
     start: tuple[int, int, int] | None,
     tokens: Mapping[int, str] | None = None,
+    window: bool = False,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
 
@@ -205,6 +209,8 @@ def _match_sql(
     branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first; in a thread's
     scope it counts them all. ``tokens``: the global scope's terms the token
     index narrows, with their tsquery (``tokens.py`` builds their branches).
+    ``window``: each term's hits in the owner's newest messages come first,
+    its branches read only older ones, and only while it lacks hits (``owner.py``).
     """
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
@@ -214,9 +220,16 @@ def _match_sql(
     }
     branches = []
     params: list[Any] = []
+    ctes = [owner.window_sql(scope)] if window else []
     for index, term in enumerate(terms):
+        if window:
+            listed = {kind: cols.format(min_chars=dialect.min_chars(col)) for kind, col, cols, *_ in _FIELD_KINDS}
+            ctes.append(owner.term_window_sql(index, term, dialect, **listed))
+            branches.append(f"SELECT * FROM w{index}")
         for kind, column, columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
+            if window:
+                where = f"{where} AND {owner.before_window_sql(index)}"
             selected = columns.format(min_chars=dialect.min_chars(column))
             if tokens and index in tokens and limit:
                 branch, branch_params = token_branch(
@@ -242,7 +255,11 @@ def _match_sql(
                     branch_params.append(limit)
             branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
             params += branch_params
-    return with_small_windows(" UNION ALL ".join(branches), params, terms, dialect, scope=scope, start=start)
+    matches = " UNION ALL ".join(branches)
+    if ctes:
+        matches = f"WITH {', '.join(sql for sql, _ in ctes)} {matches}"
+        params = [*(param for _, cte_params in ctes for param in cte_params), *params]
+    return with_small_windows(matches, params, terms, dialect, scope=scope, start=start)
 
 
 # A field this small (Dialect.min_chars) gets its window with the match

@@ -25,6 +25,7 @@ from threadmem.search.literal.match import (
     scan_match_sql,
     spellings,
 )
+from threadmem.search.literal.owner import has_owner_window
 from threadmem.search.tuning import SearchPath, SearchTuning
 
 
@@ -44,6 +45,10 @@ class MatchPlan(StrEnum):
     # Dialect.token_matches), else the whole query in the newest messages
     # within recent_budget_ms(), else nothing.
     INDEX_THEN_RECENT = "index-then-recent"
+    # PostgreSQL, a non-operator's global scope too large to scan: the same,
+    # with the owner's newest messages read first in the index statement and
+    # the indexes asked only for older ones (owner.py).
+    WINDOW_THEN_RECENT = "window-then-recent"
 
 
 def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
@@ -74,7 +79,7 @@ def choose_plan(scope: SearchScope, dialect: Dialect) -> MatchPlan:
         small_owner = scope.readable_thread_ids is not None and scope.visible_bytes <= tuning.thread_scan_bytes
         if tuning.path == SearchPath.SCAN or (small_owner and tuning.path != SearchPath.INDEX):
             return MatchPlan.SCAN
-        return MatchPlan.INDEX_THEN_RECENT
+        return MatchPlan.WINDOW_THEN_RECENT if has_owner_window(scope) else MatchPlan.INDEX_THEN_RECENT
     if tuning.path == SearchPath.SCAN or (
         tuning.path == SearchPath.AUTO and scope.visible_bytes <= tuning.thread_scan_bytes
     ):
@@ -118,8 +123,9 @@ def run_plan(
             # The index could not narrow the terms in time: read the thread.
             rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
-        case MatchPlan.INDEX_THEN_RECENT:
-            statement, params = index_match_sql(scope, terms, dialect, start=start)
+        case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
+            window = plan == MatchPlan.WINDOW_THEN_RECENT
+            statement, params = index_match_sql(scope, terms, dialect, start=start, window=window)
             budgeted = within_budget(statement, params, index_budget_ms())
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)

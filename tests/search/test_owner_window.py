@@ -1,0 +1,82 @@
+"""An owner's global search reads their newest messages first (search/literal/owner.py) and lists what a scan lists."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.support.factories import append, make_thread
+from threadmem.scope import resolve_scope
+from threadmem.search import search_memory
+from threadmem.search.literal import dialects
+from threadmem.search.literal import owner as owner_window
+from threadmem.search.literal.plan import MatchPlan, choose_plan
+
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is the PostgreSQL plan's"),
+    pytest.mark.django_db,
+]
+
+# 'kalomi' fills the owner's newest messages (more than the count limit), 'prebak-170.internal' sits in old
+# and new ones, 'ru35.log' only in the oldest; the other owner's messages hold all three, interleaved.
+QUERIES = ("kalomi", "prebak-170.internal", "ru35.log", "zz-absent", "kalomi prebak-170.internal")
+
+
+@pytest.fixture
+def seeded(owner, other):
+    rng = random.Random(16)
+    mine = [make_thread(owner, channel=f"window-{n}") for n in range(3)]
+    theirs = make_thread(other, channel="window-other")
+    for step in range(150):
+        words = ["filler", "text"]
+        if step >= 20 and rng.random() < 0.9:
+            words.append("KALOMI" if rng.random() < 0.3 else "kalomi")
+        if rng.random() < 0.1:
+            words.append("prebak-170.internal")
+        if step < 10:
+            words.append("/srv/ru35.log")
+        text = " ".join(rng.sample(words, len(words)))
+        thread = rng.choice(mine)
+        if rng.random() < 0.25:
+            call = {"id": f"c{step}", "name": "shell", "arguments": {"command": text}}
+            append(thread, {"role": "assistant", "tool_calls": [call]})
+        else:
+            append(thread, {"role": rng.choice(["user", "tool", "assistant"]), "content": text})
+        append(theirs, {"role": "tool", "content": text})
+
+
+def listing(user, query):
+    result = search_memory(user=user, query=query)
+    assert result.coverage == "all", query
+    return result.hits, result.literal_hits_total
+
+
+@pytest.mark.parametrize("window_messages", [1, 12, 40, 1_000])
+def test_an_owners_search_lists_what_a_scan_lists(settings, monkeypatch, seeded, owner, window_messages):
+    monkeypatch.setattr(owner_window, "OWNER_WINDOW_MESSAGES", window_messages)
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # never small enough to scan whole
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index statement must answer
+    assert choose_plan(resolve_scope(user=owner, channel=None), dialects.dialect()) == MatchPlan.WINDOW_THEN_RECENT
+    with CaptureQueriesContext(connection) as queries:
+        windowed = {query: listing(owner, query) for query in QUERIES}
+    assert sum("ow AS MATERIALIZED" in q["sql"] for q in queries.captured_queries) == len(QUERIES)
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    for query in QUERIES:
+        assert windowed[query] == listing(owner, query), query
+    assert windowed["kalomi"][1] == 100  # the count stops at its limit ("more than 100")
+    assert windowed["ru35.log"][1] > 0
+
+
+def test_the_window_holds_the_owners_newest_searchable_messages_only(seeded, owner, other, monkeypatch):
+    monkeypatch.setattr(owner_window, "OWNER_WINDOW_MESSAGES", 5)
+    statement, params = owner_window.window_sql(resolve_scope(user=owner, channel=None))
+    with connection.cursor() as cursor:
+        cursor.execute(f"WITH {statement} SELECT id FROM ow ORDER BY id DESC", params)
+        window = [row[0] for row in cursor.fetchall()]
+    from threadmem.models import Message
+
+    newest = Message.objects.searchable().filter(thread__owner=owner).order_by("-id").values_list("id", flat=True)
+    assert window == list(newest[:5])
