@@ -9,6 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
+from threadmem import services
+from threadmem.models import Message
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.literal import dialects
@@ -26,7 +28,7 @@ QUERIES = ("kalomi", "prebak-170.internal", "ru35.log", "zz-absent", "kalomi pre
 
 
 @pytest.fixture
-def seeded(owner, other):
+def seeded(owner, other, admin):
     rng = random.Random(16)
     mine = [make_thread(owner, channel=f"window-{n}") for n in range(3)]
     theirs = make_thread(other, channel="window-other")
@@ -46,6 +48,13 @@ def seeded(owner, other):
         else:
             append(thread, {"role": rng.choice(["user", "tool", "assistant"]), "content": text})
         append(theirs, {"role": "tool", "content": text})
+    # The owner's newest messages, isolated: a whole thread and one message. Search must not show them.
+    hidden = make_thread(owner, channel="window-isolated")
+    append(hidden, {"role": "tool", "content": "kalomi prebak-170.internal /srv/ru35.log"})
+    services.thread_set_isolated(thread=hidden, isolated=True, actor=admin)
+    (newest,) = append(mine[0], {"role": "tool", "content": "kalomi /srv/ru35.log, isolated"})
+    services.message_set_isolated(message=newest, isolated=True, actor=admin)
+    return {message.id for message in Message.objects.filter(thread=hidden)} | {newest.id}
 
 
 def listing(user, query):
@@ -67,6 +76,7 @@ def test_an_owners_search_lists_what_a_scan_lists(settings, monkeypatch, seeded,
     for query in QUERIES:
         assert windowed[query] == listing(owner, query), query
     assert windowed["kalomi"][1] == 100  # the count stops at its limit ("more than 100")
+    assert not {hit.message_id for hits, _ in windowed.values() for hit in hits} & seeded
     assert windowed["ru35.log"][1] > 0
 
 
@@ -76,7 +86,8 @@ def test_the_window_holds_the_owners_newest_searchable_messages_only(seeded, own
     with connection.cursor() as cursor:
         cursor.execute(f"WITH {statement} SELECT id FROM ow ORDER BY id DESC", params)
         window = [row[0] for row in cursor.fetchall()]
-    from threadmem.models import Message
-
-    newest = Message.objects.searchable().filter(thread__owner=owner).order_by("-id").values_list("id", flat=True)
-    assert window == list(newest[:5])
+    # The newest five of their readable threads' messages, less the ones search may not show (one is isolated).
+    readable = Message.objects.filter(thread__owner=owner, thread__isolated=False).order_by("-id")[:5]
+    newest = Message.objects.searchable().filter(id__in=list(readable.values_list("id", flat=True))).order_by("-id")
+    assert window == list(newest.values_list("id", flat=True))
+    assert len(window) == 4

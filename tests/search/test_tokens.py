@@ -226,6 +226,10 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
     terms = [term for term in found if token_query(term) is not None and 6 <= len(term) <= 80]
     terms = random.Random(11).sample(terms, min(40, len(terms)))
     assert len(terms) >= 30
+    # Two words of the session's own prose, each open at its end: the junction ('^tion|refu') narrows them.
+    phrases = sorted(set(re.findall(r"\b[A-Za-z]{4,} [A-Za-z]{4,}\b", text)))
+    terms += random.Random(12).sample(phrases, 20)
+    assert all(token_query(term).startswith("'^") for term in terms[-20:])
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     indexed = {term: listing(operator, term) for term in terms}
     settings.THREADMEM_SEARCH_PATH = "scan"
