@@ -220,17 +220,18 @@ def _match_sql(
     }
     branches = []
     params: list[Any] = []
+    # Each kind's selected columns, the same in every branch of it.
+    listed = {kind: columns.format(min_chars=dialect.min_chars(column)) for kind, column, columns, *_ in _FIELD_KINDS}
     ctes = [owner.window_sql(scope)] if window else []
     for index, term in enumerate(terms):
         if window:
-            listed = {kind: cols.format(min_chars=dialect.min_chars(col)) for kind, col, cols, *_ in _FIELD_KINDS}
             ctes.append(owner.term_window_sql(index, term, dialect, **listed))
             branches.append(f"SELECT * FROM w{index}")
-        for kind, column, columns, rows, order in _FIELD_KINDS:
+        for kind, column, _columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
+            selected = listed[kind]
             if window:
                 where = f"{where} AND {owner.before_window_sql(index)}"
-            selected = columns.format(min_chars=dialect.min_chars(column))
             if tokens and index in tokens and limit:
                 branch, branch_params = token_branch(
                     kind,
