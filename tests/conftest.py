@@ -37,6 +37,20 @@ def thread(owner) -> Thread:
     return make_thread(owner, "slack:C042/1700000000.1", title="deploy the staging box")
 
 
+@pytest.fixture
+def token_indexes(db):
+    """The opt-in token indexes (manage.py token_index create), built and analysed in the test's transaction."""
+    from threadmem.search.literal.tokens import forget_common_words, token_indexes_create
+
+    skip_without_search_extension()
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # rows a fixture added have pending FK checks
+    token_indexes_create()
+    yield
+    connection.threadmem_search_extension = None  # the rollback drops them and their statistics: read again
+    forget_common_words()
+
+
 # The ways a thread search may match: on PostgreSQL a scan of the thread's
 # rows, or the trigram indexes, with the thread's spelling of a term tried
 # first when its newest content has it (threadmem/search/literal/plan.py); with

@@ -19,20 +19,8 @@ from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, 
 from threadmem.models import Message, ToolArgument
 from threadmem.search import search_memory
 from threadmem.search.literal import dialects
-from threadmem.search.literal.tokens import token_indexes_create
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
-
-
-@pytest.fixture
-def token_indexes(db):
-    """The opt-in token indexes (manage.py token_index create), built in the test's transaction."""
-    skip_without_search_extension()
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # rows a fixture added have pending FK checks
-    token_indexes_create()
-    yield
-    connection.threadmem_search_extension = None  # the rollback drops them: probe again
 
 
 @pytest.mark.parametrize(

@@ -90,6 +90,18 @@ def field_tokens(text: str) -> set[str]:
     return lexemes
 
 
+def word_lexeme(term: str) -> str | None:
+    """The lexeme every field holding ``term`` as a whole run has, when ``term`` is one run of at most TOKEN_CHARS.
+
+    Such a field contains the term, so the share of fields holding the lexeme
+    (the index's statistics) is a floor on the share that contain the term,
+    which may also sit inside longer runs (``tokens.py`` in search uses it).
+    """
+    if not term.isascii() or len(term) > TOKEN_CHARS or not _RUN.fullmatch(term):
+        return None
+    return _cut(term)
+
+
 def token_query(term: str) -> str | None:
     """The tsquery a field must match to contain ``term``, or None when no lexeme can narrow it.
 

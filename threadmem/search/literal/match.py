@@ -17,9 +17,6 @@ from django.db import connection
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
-    GLOBAL_RECENT_BYTES,
-    GLOBAL_RECENT_IDS,
-    GLOBAL_RECENT_MESSAGES,
     SEARCH_COUNT_LIMIT,
     THREAD_LITERAL_MAX_CHARS,
     WINDOW_CHARS,
@@ -31,7 +28,7 @@ from threadmem.search.literal import owner
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
-from threadmem.search.literal.tokens import token_branch, token_terms
+from threadmem.search.literal.tokens import newest_first_terms, token_branch, token_terms
 
 
 class MatchRow(NamedTuple):
@@ -74,10 +71,10 @@ def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
         return match_rows(cursor.fetchall())
 
 
-_CONTENT_COLUMNS = (
+CONTENT_COLUMNS = (
     "m.id AS message_id, 0 AS arg_id, '' AS path, {min_chars} AS min_chars, m.session_id, m.generation, m.role"
 )
-_ARGUMENT_COLUMNS = (
+ARGUMENT_COLUMNS = (
     "a.message_id AS message_id, a.id AS arg_id, a.path AS path, {min_chars} AS min_chars, "
     "m.session_id, m.generation, m.role"
 )
@@ -85,11 +82,11 @@ _ARGUMENT_COLUMNS = (
 
 # Per field kind: the column matched, the columns selected, the rows read, the order a global branch stops in.
 _FIELD_KINDS = (
-    ("content", "m.content", _CONTENT_COLUMNS, "FROM threadmem_message m", "m.id DESC"),
+    ("content", "m.content", CONTENT_COLUMNS, "FROM threadmem_message m", "m.id DESC"),
     (
         "argument",
         "a.value",
-        _ARGUMENT_COLUMNS,
+        ARGUMENT_COLUMNS,
         "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id",
         "a.message_id DESC, a.id",
     ),
@@ -174,9 +171,22 @@ def index_match_sql(
         return condition, [pattern]
 
     # The global scope: per term, the token index where the term allows it
-    # (exact posting lists, tokens.py), else the trigram index.
+    # (exact posting lists, tokens.py), else the trigram index; and over every
+    # thread, a word the statistics call common newest first with no index.
     tokens = {} if narrow else token_terms(list(terms), dialect)
-    return _match_sql(scope, terms, dialect, indexed, spelled=spelled, start=start, tokens=tokens, window=window)
+    every_thread = scope.is_global and scope.readable_thread_ids is None
+    newest_first = newest_first_terms(list(terms), dialect) if every_thread else {}
+    return _match_sql(
+        scope,
+        terms,
+        dialect,
+        indexed,
+        spelled=spelled,
+        start=start,
+        tokens=tokens,
+        window=window,
+        newest_first=newest_first,
+    )
 
 
 def scan_match_sql(
@@ -201,6 +211,7 @@ def _match_sql(
     start: tuple[int, int, int] | None,
     tokens: Mapping[int, str] | None = None,
     window: bool = False,
+    newest_first: Mapping[str, frozenset[int]] | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
 
@@ -210,7 +221,11 @@ def _match_sql(
     scope it counts them all. ``tokens``: the global scope's terms the token
     index narrows, with their tsquery (``tokens.py`` builds their branches).
     ``window``: each term's hits in the owner's newest messages come first,
-    its branches read only older ones, and only while it lacks hits (``owner.py``).
+    its branches read only older ones, and only while it lacks hits
+    (``owner.py``); a term of ``tokens`` goes to its exact posting list only.
+    ``newest_first``: per field kind, the terms whose branch tests each field
+    with ``Dialect.scan_matches``, which no index serves, so that it reads
+    newest first until the limit (``tokens.newest_first_terms``).
     """
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
@@ -222,15 +237,17 @@ def _match_sql(
     params: list[Any] = []
     # Each kind's selected columns, the same in every branch of it.
     listed = {kind: columns.format(min_chars=dialect.min_chars(column)) for kind, column, columns, *_ in _FIELD_KINDS}
-    ctes = [owner.window_sql(scope)] if window else []
+    # The window serves the terms the token index does not narrow (owner.py).
+    windowed = {index for index in range(len(terms)) if window and index not in (tokens or {})}
+    ctes = [owner.window_sql(scope)] if windowed else []
     for index, term in enumerate(terms):
-        if window:
+        if index in windowed:
             ctes.append(owner.term_window_sql(index, term, dialect, **listed))
             branches.append(f"SELECT * FROM w{index}")
         for kind, column, _columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
             selected = listed[kind]
-            if window:
+            if index in windowed:
                 where = f"{where} AND {owner.before_window_sql(index)}"
             if tokens and index in tokens and limit:
                 branch, branch_params = token_branch(
@@ -245,7 +262,11 @@ def _match_sql(
                     limit=limit,
                 )
             else:
-                match, match_params = condition(column, term)
+                if newest_first and index in newest_first.get(kind, ()):
+                    match, pattern = dialect.scan_matches(column, term)
+                    match_params = [pattern]
+                else:
+                    match, match_params = condition(column, term)
                 if kind == "content" and spelled and index in spelled:
                     match = f"({column} LIKE %s OR {match})"
                     match_params = [like_contains(spelled[index]), *match_params]
@@ -284,7 +305,7 @@ def with_small_windows(
 ) -> tuple[str, list[Any]]:
     """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
 
-    ``matches`` selects the match columns (``_CONTENT_COLUMNS``); ``MatchRow`` names them all. Two columns
+    ``matches`` selects the match columns (``CONTENT_COLUMNS``); ``MatchRow`` names them all. Two columns
     follow them: the term's position in the field and the window's
     characters (``windows.windows``), or NULL for a row left to the windows
     statement. A row gets them when its field is small (``min_chars`` at most
@@ -351,50 +372,3 @@ def with_small_windows(
         *after_params * 3,
         *params,
     ]
-
-
-def recent_match_sql(
-    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
-) -> tuple[str, list[Any]]:
-    """The fallback of a global search the index cannot narrow in time: the newest messages only.
-
-    The whole query (not each word: the words are what made it too broad) in
-    the scope's searchable messages among the newest GLOBAL_RECENT_IDS ids, up
-    to GLOBAL_RECENT_BYTES of content or GLOBAL_RECENT_MESSAGES messages, and
-    their tool arguments: a fixed amount of work whatever the terms.
-    ``octet_length`` reads stored sizes without decompressing anything; the id
-    range keeps a caller who owns a sliver of the store from sorting all of it.
-    """
-    searchable, searchable_params = searchable_sql("m")
-    in_scope, scope_params = scope_sql(scope, dialect, message="m")
-    content_match, pattern = dialect.matches("m.content", terms[0])
-    argument_match, _ = dialect.matches("a.value", terms[0])
-    limit = SEARCH_COUNT_LIMIT + 1
-    statement = (
-        "WITH r AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
-        "SELECT m.id, m.content, m.session_id, m.generation, m.role, "
-        "sum(octet_length(m.content)) OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS seen "
-        f"FROM threadmem_message m WHERE {in_scope} AND {searchable} "
-        "AND m.id > (SELECT max(l.id) FROM threadmem_message l) - %s "
-        "ORDER BY m.id DESC LIMIT %s"
-        ") n WHERE n.seen - octet_length(n.content) < %s) "
-        f"SELECT * FROM (SELECT 0 AS term, {_CONTENT_COLUMNS.format(min_chars=dialect.min_chars('m.content'))} "
-        f"FROM r m WHERE {content_match} ORDER BY m.id DESC LIMIT %s) c0 "
-        "UNION ALL "
-        # LATERAL: each recent message's own arguments by index, not a scan of every argument.
-        f"SELECT * FROM (SELECT 0 AS term, {_ARGUMENT_COLUMNS.format(min_chars=dialect.min_chars('a.value'))} "
-        "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
-        f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0"
-    )
-    params = [
-        *scope_params,
-        *searchable_params,
-        GLOBAL_RECENT_IDS,
-        GLOBAL_RECENT_MESSAGES,
-        GLOBAL_RECENT_BYTES,
-        pattern,
-        limit,
-        pattern,
-        limit,
-    ]
-    return with_small_windows(statement, params, terms[:1], dialect, scope=scope, start=start)

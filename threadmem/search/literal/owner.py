@@ -15,6 +15,11 @@ and run only when the window holds at most SEARCH_COUNT_LIMIT of the term's
 hits (a one-time filter: PostgreSQL skips the branch otherwise). One
 statement, the same candidates a scan of the owner's messages would give:
 a common word is answered from the window, a rare one by the indexes.
+
+A term the token index narrows (``tokens.py``) skips the window: its exact
+posting list holds the fields that can match and nothing else, so reading
+the window for it (about 8 ms at a million messages) would cost a rare
+host or path more than the whole index branch.
 """
 
 from __future__ import annotations

@@ -21,11 +21,11 @@ from threadmem.search.literal.match import (
     fetch_matches,
     index_match_sql,
     match_rows,
-    recent_match_sql,
     scan_match_sql,
     spellings,
 )
 from threadmem.search.literal.owner import has_owner_window
+from threadmem.search.literal.recent import recent_match_sql
 from threadmem.search.tuning import SearchPath, SearchTuning
 
 

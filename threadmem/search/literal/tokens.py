@@ -11,11 +11,14 @@ function no trigram index serves.
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Any
 
 from django.db import connection
 
-from threadmem.lib.tokens import token_query
+from threadmem.lib.tokens import token_query, word_lexeme
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, Dialect
 
 # The token indexes: opt-in (``manage.py token_index``), as they cost appends
@@ -56,6 +59,7 @@ def token_indexes_create(*, concurrently: bool = False) -> None:
         for _name, table, _column in TOKEN_INDEXES:
             cursor.execute(f"ANALYZE {table}")
     connection.threadmem_search_extension = None  # probe again (dialects._probe)
+    forget_common_words()
 
 
 def token_indexes_drop() -> None:
@@ -72,6 +76,74 @@ def token_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[in
     if not dialect.has_tokens:
         return {}
     return {index: query for index, term in enumerate(terms) if (query := token_query(term)) is not None}
+
+
+# How long a connection keeps the index statistics it read (common_words):
+# they change only when ANALYZE runs, after large batches.
+COMMON_WORDS_SECONDS = 60.0
+# Per token index: its field kind and table.
+_STATISTICS_OF = (
+    ("message_content_tokens", "content", "threadmem_message"),
+    ("toolarg_value_tokens", "argument", "threadmem_toolargument"),
+)
+_COMMON_WORDS_SQL = (
+    "SELECT t.kind, s.most_common_elems::text::text[], s.most_common_elem_freqs, "
+    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(t.tbl)) "
+    "FROM (VALUES "
+    + ", ".join(f"('{index}', '{kind}', '{table}')" for index, kind, table in _STATISTICS_OF)
+    + ") t(idx, kind, tbl) JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = t.idx"
+)
+
+
+def common_words() -> dict[str, frozenset[str]]:
+    """Per field kind, the lexemes of the token index held by so many fields that reading newest first wins.
+
+    A word in a share ``f`` of N fields costs the newest-first read about
+    (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
+    re-check and sort, so reading newest first costs less from
+    f = sqrt((SEARCH_COUNT_LIMIT + 1) / N): 1 % at a million fields. The
+    shares come from the statistics ANALYZE keeps of the index's expression
+    (PostgreSQL's most common elements of a tsvector, about a thousand).
+    Read once per COMMON_WORDS_SECONDS per connection.
+    """
+    cached = getattr(connection, "threadmem_common_words", None)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    words: dict[str, frozenset[str]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(_COMMON_WORDS_SQL)
+        for kind, lexemes, shares, fields in cursor.fetchall():
+            if not lexemes or not fields or fields <= 0:
+                continue
+            least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
+            words[kind] = frozenset(lexeme for lexeme, share in zip(lexemes, shares, strict=False) if share >= least)
+    connection.threadmem_common_words = (time.monotonic() + COMMON_WORDS_SECONDS, words)
+    return words
+
+
+def forget_common_words() -> None:
+    """Read the index statistics again at the next search (after ANALYZE)."""
+    connection.threadmem_common_words = None
+
+
+def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[str, frozenset[int]]:
+    """Per field kind, the terms a global branch reads newest first, with no index: words the statistics call common.
+
+    The trigram index's estimate of a word comes from the column's histogram,
+    which holds short fields only; a word common in long ones (``refused``)
+    can be estimated in 25 fields where 23,340 hold it, and the planner then
+    reads all of its posting list (docs/scaling.md). The token index's
+    statistics count whole words in every field: a floor on the term's share.
+    """
+    if not dialect.has_tokens:
+        return {}
+    lexemes = {index: lexeme for index, term in enumerate(terms) if (lexeme := word_lexeme(term)) is not None}
+    if not lexemes:
+        return {}
+    common = common_words()
+    return {
+        kind: frozenset(index for index, lexeme in lexemes.items() if lexeme in words) for kind, words in common.items()
+    }
 
 
 # Per field kind: the column, the candidates (ids in listing order, read from

@@ -1,0 +1,104 @@
+"""Words the token index's statistics call common: a global branch reads them newest first, with no index.
+
+The trigram index's estimate of a word comes from the column's histogram of
+short values; a word common in long fields can be estimated rare, and the
+planner then reads its whole posting list (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.support.factories import append, make_thread
+from threadmem.lib.tokens import word_lexeme
+from threadmem.search import search_memory
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.literal import dialects
+from threadmem.search.literal.tokens import common_words, newest_first_terms
+
+pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
+
+MESSAGES = 1_500
+QUERY = "connection refused zanzibar"
+
+
+@pytest.fixture
+def store(owner, other):
+    """1,500 fields: ``refused`` in two of five (and inside ``unrefused``), ``zanzibar`` in three."""
+    for index, user in enumerate((owner, other)):
+        thread = make_thread(user, channel=f"common-{index}")
+        for start in range(index * MESSAGES // 2, (index + 1) * MESSAGES // 2, 250):
+            append(
+                thread,
+                *(
+                    {
+                        "role": "tool",
+                        "content": (
+                            f"{'connection refused' if n % 5 < 2 else 'ok'} host-{n}"
+                            + (" zanzibar" if n % 500 == 7 else "")
+                            + (" unrefused" if n % 50 == 3 else "")
+                        ),
+                    }
+                    for n in range(start, start + 250)
+                ),
+            )
+    append(
+        make_thread(owner, channel="common-args"),
+        {"role": "assistant", "tool_calls": [{"id": "c1", "name": "shell", "arguments": {"command": "curl refused"}}]},
+    )
+
+
+def test_a_word_is_a_whole_run_of_at_most_the_token_length():
+    assert word_lexeme("Refused") == "refused"
+    assert word_lexeme("connection refused") is None
+    assert word_lexeme("settings.py") is None
+    assert word_lexeme("x" * 33) is None
+    assert word_lexeme("café") is None
+
+
+@pytest.mark.usefixtures("store", "token_indexes")
+def test_the_statistics_name_the_words_in_more_fields_than_the_index_would_cost():
+    content = common_words()["content"]
+    # sqrt(101 / 1,501 fields) = 26 %: refused and connection (40 %) are common, host-N and zanzibar are not.
+    assert {"refused", "connection"} <= content
+    assert "zanzibar" not in content and "host" in content  # host-N: every field
+    terms = ["connection refused zanzibar", "connection", "refused", "zanzibar"]
+    assert newest_first_terms(terms, dialects.dialect())["content"] == {1, 2}
+
+
+def match_statement(user, query) -> tuple[str, object]:
+    with CaptureQueriesContext(connection) as queries:
+        result = search_memory(user=user, query=query)
+    (statement,) = [q["sql"] for q in queries.captured_queries if "UNION ALL" in q["sql"]]
+    return statement, result
+
+
+@pytest.mark.usefixtures("store", "token_indexes")
+def test_a_common_word_reads_newest_first_and_lists_what_a_scan_lists(operator, settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time
+    statement, result = match_statement(operator, QUERY)
+    assert result.coverage == "all"
+    # The two common words test each content field with the function no index serves (as the phrase's token
+    # branch re-checks its candidates); zanzibar keeps the trigram index, and in arguments (one field) no word is
+    # common.
+    assert statement.count("threadmem_icontains(m.content") == 3
+    assert statement.count("m.content ~~~") == 1
+    assert statement.count("a.value ~~~") == 3
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    scanned = search_memory(user=operator, query=QUERY)
+    assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
+    assert result.literal_hits_total > SEARCH_COUNT_LIMIT  # each word past the count bound
+
+
+@pytest.mark.usefixtures("store", "token_indexes")
+def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_word(owner, operator, settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes
+    # An owner's threads are a share of every thread's: reading newest first would read the others' too.
+    owner_statement, _ = match_statement(owner, QUERY)
+    assert owner_statement.count("m.content ~~~") == 3  # each word; the phrase takes the token index
+    settings.THREADMEM_SEARCH_TOKENS = False
+    statement, _ = match_statement(operator, QUERY)
+    assert statement.count("m.content ~~~") == 4
