@@ -60,12 +60,12 @@ def test_a_word_is_a_whole_run_of_at_most_the_token_length():
 
 @pytest.mark.usefixtures("store", "token_indexes")
 def test_the_statistics_name_the_words_in_more_fields_than_the_index_would_cost():
-    content = common_words()["content"]
+    content = common_words()
     # sqrt(101 / 1,501 fields) = 26 %: refused and connection (40 %) are common, host-N and zanzibar are not.
     assert {"refused", "connection"} <= content
     assert "zanzibar" not in content and "host" in content  # host-N: every field
     terms = ["connection refused zanzibar", "connection", "refused", "zanzibar"]
-    assert newest_first_terms(terms, dialects.dialect())["content"] == {1, 2}
+    assert newest_first_terms(terms, dialects.dialect()) == {1, 2}
 
 
 def match_statement(user, query) -> tuple[str, object]:
@@ -81,8 +81,7 @@ def test_a_common_word_reads_newest_first_and_lists_what_a_scan_lists(operator, 
     statement, result = match_statement(operator, QUERY)
     assert result.coverage == "all"
     # The two common words test each content field with the function no index serves (as the phrase's token
-    # branch re-checks its candidates); zanzibar keeps the trigram index, and in arguments (one field) no word is
-    # common.
+    # branch re-checks its candidates); zanzibar keeps the trigram index, and so does every word in arguments.
     assert statement.count("threadmem_icontains(m.content") == 3
     assert statement.count("m.content ~~~") == 1
     assert statement.count("a.value ~~~") == 3

@@ -175,7 +175,7 @@ def index_match_sql(
     # thread, a word the statistics call common newest first with no index.
     tokens = {} if narrow else token_terms(list(terms), dialect)
     every_thread = scope.is_global and scope.readable_thread_ids is None
-    newest_first = newest_first_terms(list(terms), dialect) if every_thread else {}
+    newest_first = newest_first_terms(list(terms), dialect) if every_thread else frozenset()
     return _match_sql(
         scope,
         terms,
@@ -211,7 +211,7 @@ def _match_sql(
     start: tuple[int, int, int] | None,
     tokens: Mapping[int, str] | None = None,
     window: bool = False,
-    newest_first: Mapping[str, frozenset[int]] | None = None,
+    newest_first: frozenset[int] = frozenset(),
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
 
@@ -223,9 +223,9 @@ def _match_sql(
     ``window``: each term's hits in the owner's newest messages come first,
     its branches read only older ones, and only while it lacks hits
     (``owner.py``); a term of ``tokens`` goes to its exact posting list only.
-    ``newest_first``: per field kind, the terms whose branch tests each field
-    with ``Dialect.scan_matches``, which no index serves, so that it reads
-    newest first until the limit (``tokens.newest_first_terms``).
+    ``newest_first``: the terms whose content branch tests each field with
+    ``Dialect.scan_matches``, which no index serves, so that it reads newest
+    first until the limit (``tokens.newest_first_terms``).
     """
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
@@ -262,7 +262,7 @@ def _match_sql(
                     limit=limit,
                 )
             else:
-                if newest_first and index in newest_first.get(kind, ()):
+                if kind == "content" and index in newest_first:
                     match, pattern = dialect.scan_matches(column, term)
                     match_params = [pattern]
                 else:

@@ -81,22 +81,15 @@ def token_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[in
 # How long a connection keeps the index statistics it read (common_words):
 # they change only when ANALYZE runs, after large batches.
 COMMON_WORDS_SECONDS = 60.0
-# Per token index: its field kind and table.
-_STATISTICS_OF = (
-    ("message_content_tokens", "content", "threadmem_message"),
-    ("toolarg_value_tokens", "argument", "threadmem_toolargument"),
-)
 _COMMON_WORDS_SQL = (
-    "SELECT t.kind, s.most_common_elems::text::text[], s.most_common_elem_freqs, "
-    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass(t.tbl)) "
-    "FROM (VALUES "
-    + ", ".join(f"('{index}', '{kind}', '{table}')" for index, kind, table in _STATISTICS_OF)
-    + ") t(idx, kind, tbl) JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = t.idx"
+    "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, "
+    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass('threadmem_message')) "
+    "FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'message_content_tokens'"
 )
 
 
-def common_words() -> dict[str, frozenset[str]]:
-    """Per field kind, the lexemes of the token index held by so many fields that reading newest first wins.
+def common_words() -> frozenset[str]:
+    """The lexemes of the content token index held by so many fields that reading newest first wins.
 
     A word in a share ``f`` of N fields costs the newest-first read about
     (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
@@ -109,14 +102,14 @@ def common_words() -> dict[str, frozenset[str]]:
     cached = getattr(connection, "threadmem_common_words", None)
     if cached is not None and cached[0] > time.monotonic():
         return cached[1]
-    words: dict[str, frozenset[str]] = {}
     with connection.cursor() as cursor:
         cursor.execute(_COMMON_WORDS_SQL)
-        for kind, lexemes, shares, fields in cursor.fetchall():
-            if not lexemes or not fields or fields <= 0:
-                continue
-            least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
-            words[kind] = frozenset(lexeme for lexeme, share in zip(lexemes, shares, strict=False) if share >= least)
+        found = cursor.fetchone()
+    words: frozenset[str] = frozenset()
+    if found is not None and found[0] and found[2] and found[2] > 0:
+        lexemes, shares, fields = found
+        least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
+        words = frozenset(lexeme for lexeme, share in zip(lexemes, shares, strict=False) if share >= least)
     connection.threadmem_common_words = (time.monotonic() + COMMON_WORDS_SECONDS, words)
     return words
 
@@ -126,24 +119,25 @@ def forget_common_words() -> None:
     connection.threadmem_common_words = None
 
 
-def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[str, frozenset[int]]:
-    """Per field kind, the terms a global branch reads newest first, with no index: words the statistics call common.
+def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> frozenset[int]:
+    """The terms whose global content branch reads newest first, with no index: words the statistics call common.
 
     The trigram index's estimate of a word comes from the column's histogram,
     which holds short fields only; a word common in long ones (``refused``)
     can be estimated in 25 fields where 23,340 hold it, and the planner then
     reads all of its posting list (docs/scaling.md). The token index's
     statistics count whole words in every field: a floor on the term's share.
+    Tool arguments are short, so their histogram estimates well; there the
+    planner keeps choosing (and a newest-first argument branch joined its
+    messages by a merge over both tables, 19 ms for ``error``).
     """
     if not dialect.has_tokens:
-        return {}
+        return frozenset()
     lexemes = {index: lexeme for index, term in enumerate(terms) if (lexeme := word_lexeme(term)) is not None}
     if not lexemes:
-        return {}
+        return frozenset()
     common = common_words()
-    return {
-        kind: frozenset(index for index, lexeme in lexemes.items() if lexeme in words) for kind, words in common.items()
-    }
+    return frozenset(index for index, lexeme in lexemes.items() if lexeme in common)
 
 
 # Per field kind: the column, the candidates (ids in listing order, read from
