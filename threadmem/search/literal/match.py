@@ -249,6 +249,8 @@ def _match_sql(
             selected = listed[kind]
             if index in windowed:
                 where = f"{where} AND {owner.before_window_sql(index)}"
+            if kind == "argument" and limit:
+                where = f"{where} AND {_not_older_than_content_sql(index)}"
             if tokens and index in tokens and limit:
                 branch, branch_params = token_branch(
                     kind,
@@ -275,13 +277,34 @@ def _match_sql(
                 if limit:
                     branch += f" ORDER BY {order} LIMIT %s"
                     branch_params.append(limit)
-            branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
-            params += branch_params
+            if kind == "content" and limit:
+                # A CTE: the term's argument branch reads where its content branch stopped.
+                ctes.append((f"c{index} AS MATERIALIZED ({branch})", branch_params))
+                branches.append(f"SELECT * FROM c{index}")
+            else:
+                branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
+                params += branch_params
     matches = " UNION ALL ".join(branches)
     if ctes:
         matches = f"WITH {', '.join(sql for sql, _ in ctes)} {matches}"
         params = [*(param for _, cte_params in ctes for param in cte_params), *params]
     return with_small_windows(matches, params, terms, dialect, scope=scope, start=start)
+
+
+def _not_older_than_content_sql(index: int) -> str:
+    """What a global term's argument branch adds to its WHERE: no message older than its content branch's last row
+    when that branch reached the limit.
+
+    A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first
+    and a message's content before its arguments: once the content branch
+    holds that many, an argument of an older message is never among them.
+    A common word's argument branch then stops where its content did instead
+    of reading arguments back until its own hundred-and-first hit.
+    """
+    return (
+        f"a.message_id >= coalesce((SELECT min(c.message_id) FROM c{index} c "
+        f"HAVING count(*) > {SEARCH_COUNT_LIMIT}), 0)"
+    )
 
 
 # A field this small (Dialect.min_chars) gets its window with the match

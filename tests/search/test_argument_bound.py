@@ -1,0 +1,77 @@
+"""A global term's argument branch stops where its content branch stopped (match._not_older_than_content_sql).
+
+A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first and
+a message's content before its arguments; once the content branch holds that
+many, arguments of older messages can never be among them.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from tests.support.factories import append, make_thread
+from threadmem.models import Message, ToolArgument
+from threadmem.scope import resolve_scope
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.literal import dialects
+from threadmem.search.literal.match import fetch_matches, index_match_sql, scan_match_sql
+
+WORD = "kumquat"
+pytestmark = pytest.mark.django_db
+
+OLDER_CALLS = 40
+NEWER_CALLS = 5
+
+
+def call(n: int) -> dict:
+    return {"role": "assistant", "tool_calls": [{"id": f"c{n}", "name": "shell", "arguments": {"cmd": f"{WORD} {n}"}}]}
+
+
+@pytest.fixture
+def store(owner):
+    """40 older calls with the word in an argument, then 130 contents with it, 5 calls among the newest of them."""
+    thread = make_thread(owner, channel="bound")
+    append(thread, *(call(n) for n in range(OLDER_CALLS)))
+    newer = [{"role": "tool", "content": f"{WORD} result {n}"} for n in range(130)]
+    for n in range(NEWER_CALLS):
+        newer.insert(100 + n * 5, call(1000 + n))
+    append(thread, *newer)
+
+
+def match(user, statement) -> list:
+    dialect = dialects.dialect()
+    dialect.prepare()
+    return fetch_matches(*statement(resolve_scope(user=user, channel=None), [WORD], dialect))
+
+
+def expected_fields() -> list[tuple[int, int]]:
+    """Every field holding the word, in listing order, read in Python: the first SEARCH_COUNT_LIMIT + 1."""
+    fields = [(m.id, 0) for m in Message.objects.filter(content__icontains=WORD)]
+    fields += [(a.message_id, a.id) for a in ToolArgument.objects.filter(value__icontains=WORD)]
+    return sorted(fields, key=lambda field: (-field[0], field[1]))[: SEARCH_COUNT_LIMIT + 1]
+
+
+@pytest.mark.usefixtures("store")
+@pytest.mark.parametrize("statement", [index_match_sql, scan_match_sql])
+def test_the_argument_branch_reads_no_older_than_the_content_branch(operator, settings, statement):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time
+    if statement is index_match_sql and connection.vendor != "postgresql":
+        pytest.skip("SQLite's global search is a scan")
+    rows = match(operator, statement)
+    listed = [(row.message_id, row.arg_id) for row in rows]
+    assert listed[: SEARCH_COUNT_LIMIT + 1] == expected_fields()
+    # The content branch's 101 rows, and of the 45 arguments only the 5 among them: none of the 40 older calls.
+    arguments = [row for row in rows if row.arg_id]
+    assert len(rows) == SEARCH_COUNT_LIMIT + 1 + NEWER_CALLS
+    assert len(arguments) == NEWER_CALLS
+    oldest_content = min(row.message_id for row in rows if not row.arg_id)
+    assert all(row.message_id > oldest_content for row in arguments)
+
+
+@pytest.mark.usefixtures("store")
+def test_a_content_branch_short_of_the_limit_leaves_the_arguments_unbounded(operator):
+    Message.objects.filter(content__icontains=WORD).update(content="nothing here")
+    rows = match(operator, scan_match_sql)
+    assert len(rows) == OLDER_CALLS + NEWER_CALLS
+    assert all(row.arg_id for row in rows)
