@@ -217,9 +217,11 @@ def _match_sql(
 
     One ``UNION ALL`` branch per term and field kind, so each branch is one
     indexable condition evaluated once per row. In the global scope each
-    branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first; in a thread's
-    scope it counts them all. ``tokens``: the global scope's terms the token
-    index narrows, with their tsquery (``tokens.py`` builds their branches).
+    branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first, and a term's
+    argument branch no later than its content branch's last row
+    (``_not_older_than_content_sql``); in a thread's scope it counts them
+    all. ``tokens``: the global scope's terms the token index narrows, with
+    their tsquery (``tokens.py`` builds their branches).
     ``window``: each term's hits in the owner's newest messages come first,
     its branches read only older ones, and only while it lacks hits
     (``owner.py``); a term of ``tokens`` goes to its exact posting list only.
