@@ -1,4 +1,5 @@
-"""A global term's argument branch stops where its content branch stopped (match._not_older_than_content_sql).
+"""A global term's argument branch stops where its content branch stopped (match._not_older_than_content_sql, and
+owner.term_window_sql in an owner's window).
 
 A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first and
 a message's content before its arguments; once the content branch holds that
@@ -74,3 +75,26 @@ def test_a_content_branch_short_of_the_limit_leaves_the_arguments_unbounded(oper
     rows = match(operator, scan_match_sql)
     assert len(rows) == OLDER_CALLS + NEWER_CALLS
     assert all(row.arg_id for row in rows)
+
+
+@pytest.fixture
+def tight(owner):
+    """An owner's thread, newest first: 99 contents with the word, a call with it, 2 more contents, 40 older calls."""
+    thread = make_thread(owner, channel="tight")
+    append(thread, *(call(n) for n in range(OLDER_CALLS)))
+    contents = [{"role": "tool", "content": f"{WORD} result {n}"} for n in range(SEARCH_COUNT_LIMIT + 1)]
+    append(thread, *contents[:2], call(2000), *contents[2:])
+
+
+@pytest.mark.usefixtures("tight")
+def test_an_owners_window_reads_arguments_up_to_its_contents_last_hit(owner):
+    if connection.vendor != "postgresql":
+        pytest.skip("the window is the PostgreSQL plan's")
+    dialect = dialects.dialect()
+    dialect.prepare()
+    scope = resolve_scope(user=owner, channel=None)
+    rows = fetch_matches(*index_match_sql(scope, [WORD], dialect, window=True))
+    listed = [(row.message_id, row.arg_id) for row in rows]
+    # The call sits just before the content's 101st hit: its argument is the 100th field, listed.
+    assert listed[: SEARCH_COUNT_LIMIT + 1] == expected_fields()
+    assert [row.arg_id != 0 for row in rows].count(True) == 1

@@ -15,7 +15,7 @@ from tests.support.factories import append, make_thread
 from threadmem.lib.tokens import word_lexeme
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import dialects
+from threadmem.search.literal import dialects, newest
 from threadmem.search.literal.tokens import common_words, newest_first_terms
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
@@ -62,7 +62,7 @@ def test_a_word_is_a_whole_run_of_at_most_the_token_length():
 def test_the_statistics_name_the_words_in_more_fields_than_the_index_would_cost():
     content = common_words()
     # sqrt(101 / 1,501 fields) = 26 %: refused and connection (40 %) are common, host-N and zanzibar are not.
-    assert {"refused", "connection"} <= content
+    assert {"refused", "connection"} <= content.keys()
     assert "zanzibar" not in content and "host" in content  # host-N: every field
     terms = ["connection refused zanzibar", "connection", "refused", "zanzibar"]
     assert newest_first_terms(terms, dialects.dialect()) == {1, 2}
@@ -101,3 +101,33 @@ def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_w
     settings.THREADMEM_SEARCH_TOKENS = False
     statement, _ = match_statement(operator, QUERY)
     assert statement.count("m.content ~~~") == 4
+
+
+@pytest.mark.usefixtures("store", "token_indexes")
+def test_common_words_share_one_read_of_the_newest_messages(operator, settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    statement, result = match_statement(operator, QUERY)
+    # One read decompresses each newest message once and tests both words (newest.py); each word's branch
+    # takes its hits from it and stops there: neither reads the older messages.
+    assert statement.count("nf AS MATERIALIZED") == 1
+    assert statement.count("threadmem_icontains(x.body") == 2
+    assert [hit.message_id for hit in result.hits] == sorted((hit.message_id for hit in result.hits), reverse=True)
+    # One word alone reads newest first by itself.
+    single, _ = match_statement(operator, "refused")
+    assert "nf AS MATERIALIZED" not in single and single.count("threadmem_icontains(m.content") == 1
+
+
+@pytest.mark.usefixtures("store", "token_indexes")
+@pytest.mark.parametrize("rows", [1, 150, 400])
+def test_a_word_short_of_hits_in_the_shared_read_goes_on_in_older_messages(operator, settings, monkeypatch, rows):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    # `host` is in every field, `refused` in two of five: a read of 1 row leaves both short of
+    # SEARCH_COUNT_LIMIT + 1 hits, one of 150 rows `refused` only (60 hits), one of 400 neither.
+    monkeypatch.setattr(newest, "STREAM_ROWS_MAX", rows)
+    query = "host refused"
+    statement, result = match_statement(operator, query)
+    assert "nf AS MATERIALIZED" in statement
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    scanned = search_memory(user=operator, query=query)
+    assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
+    assert result.literal_hits_total > SEARCH_COUNT_LIMIT

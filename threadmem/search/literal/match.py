@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from django.conf import settings
 from django.db import connection
 
 from threadmem.models import Message
@@ -24,11 +23,11 @@ from threadmem.search.bounded import (
     hit_header,
 )
 from threadmem.search.hits import Candidate
-from threadmem.search.literal import owner
+from threadmem.search.literal import newest, owner
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
-from threadmem.search.literal.tokens import newest_first_terms, token_branch, token_terms
+from threadmem.search.literal.tokens import common_words, newest_first_terms, token_branch, token_terms
 
 
 class MatchRow(NamedTuple):
@@ -91,62 +90,6 @@ _FIELD_KINDS = (
         "a.message_id DESC, a.id",
     ),
 )
-
-
-def spelling_sample_bytes() -> int:
-    return settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES
-
-
-def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> dict[int, str]:
-    """PostgreSQL: how the thread's newest content spells each ASCII term, for the terms found there.
-
-    The index path re-checks every candidate row with the regex, which reads
-    the whole field: when a term fills a
-    large thread (the keyword in every tool result of the stress thread, or
-    a word common across the store), that re-check is the whole cost. A term
-    that the newest ``spelling_sample_bytes()`` of the thread mention is
-    likely to be such a term, and to be spelled the same way elsewhere:
-    ``index_match_sql`` then tries that spelling with a case-sensitive ``LIKE``
-    before the regex, which decides a row so spelled at its first occurrence.
-    Rows spelled otherwise still get the regex, so the answer is the same;
-    only the cost moves. With both patterns as constants the planner picks
-    between a scan of the thread and a ``BitmapOr`` of the two over the
-    trigram index (docs/search.md has the figures, the worst case included).
-
-    One statement for all terms, over the newest messages of the current
-    thread (its ancestry's are older), each cut to the sample's size, with
-    ``Dialect.needle``'s ASCII-only lowering and ``strpos``: cheaper than the
-    regex on text that does not match.
-    """
-    wanted = [
-        (index, needle, len(term)) for index, term in enumerate(terms) if (needle := dialect.needle(term)) is not None
-    ]
-    if not wanted or not spelling_sample_bytes():
-        return {}
-    searchable, searchable_params = searchable_sql("m")
-    statement = (
-        "WITH sample AS MATERIALIZED (SELECT CASE WHEN octet_length(n.content) > %s "
-        "THEN left(n.content, %s) ELSE n.content END AS body FROM ("
-        "SELECT m.content, sum(octet_length(m.content)) OVER (ORDER BY m.seq DESC) AS seen "
-        f"FROM threadmem_message m WHERE m.thread_id = %s AND {searchable} ORDER BY m.seq DESC LIMIT 64"
-        ") n WHERE n.seen - octet_length(n.content) < %s) "
-        "SELECT t.term, (SELECT substr(s.body, f.pos, t.length) FROM sample s "
-        'CROSS JOIN LATERAL (SELECT strpos(lower(s.body COLLATE "C"), t.needle) AS pos OFFSET 0) f '
-        "WHERE f.pos > 0 LIMIT 1) "
-        "FROM unnest(CAST(%s AS integer[]), CAST(%s AS text[]), CAST(%s AS integer[])) AS t(term, needle, length)"
-    )
-    budget = spelling_sample_bytes()
-    params = [
-        budget,
-        budget,
-        scope.thread_id,
-        *searchable_params,
-        budget,
-        *(list(column) for column in zip(*wanted, strict=True)),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return {term: spelled for term, spelled in cursor.fetchall() if spelled}
 
 
 def index_match_sql(
@@ -242,9 +185,25 @@ def _match_sql(
     # The window serves the terms the token index does not narrow (owner.py).
     windowed = {index for index in range(len(terms)) if window and index not in (tokens or {})}
     ctes = [owner.window_sql(scope)] if windowed else []
+    # Two or more common words share one newest-first read of the content (newest.py).
+    shared = newest_first if limit and len(newest_first) > 1 else frozenset()
+    if shared:
+        where, where_params = scopes["content"]
+        rows = newest.stream_rows(terms, shared, common_words())
+        ctes.append(
+            newest.stream_sql(
+                terms,
+                shared,
+                dialect,
+                columns=listed["content"],
+                where=f"{where} AND {searchable}",
+                where_params=[*where_params, *searchable_params],
+                rows=rows,
+            )
+        )
     for index, term in enumerate(terms):
         if index in windowed:
-            ctes.append(owner.term_window_sql(index, term, dialect, **listed))
+            ctes += owner.term_window_sql(index, term, dialect, **listed)
             branches.append(f"SELECT * FROM w{index}")
         for kind, column, _columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
@@ -259,6 +218,16 @@ def _match_sql(
                     index,
                     term,
                     tokens[index],
+                    dialect,
+                    columns=selected,
+                    where=f"{where} AND {searchable}",
+                    where_params=[*where_params, *searchable_params],
+                    limit=limit,
+                )
+            elif kind == "content" and index in shared:
+                branch, branch_params = newest.term_branch(
+                    index,
+                    term,
                     dialect,
                     columns=selected,
                     where=f"{where} AND {searchable}",

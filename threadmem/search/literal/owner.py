@@ -48,38 +48,58 @@ def has_owner_window(scope: SearchScope) -> bool:
 
 
 def window_sql(scope: SearchScope) -> tuple[str, list[Any]]:
-    """The CTE ``ow``: the owner's newest searchable messages, newest first, up to the window's caps."""
+    """The CTE ``ow``: the owner's newest searchable messages, newest first, up to the window's caps.
+
+    Its rows come out newest first as they are fetched (the ids sorted first,
+    each row then joined in that order), and PostgreSQL runs a CTE only as far
+    as its readers ask: a term that finds its hits in the first rows fetches
+    only those. ``rn`` numbers them.
+    """
     searchable, searchable_params = searchable_sql("m")
     statement = (
-        "ow AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
+        "ow AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role, n.rn FROM ("
         "SELECT m.id, m.content, m.session_id, m.generation, m.role, "
-        "sum(octet_length(m.content)) OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS seen "
-        "FROM threadmem_message m WHERE m.id IN ("
+        "row_number() OVER (ORDER BY x.id DESC) AS rn, "
+        "sum(octet_length(m.content)) OVER (ORDER BY x.id DESC ROWS UNBOUNDED PRECEDING) AS seen FROM ("
         "SELECT x.id FROM unnest(CAST(%s AS bigint[])) t(id) CROSS JOIN LATERAL "
         "(SELECT i.id FROM threadmem_message i WHERE i.thread_id = t.id ORDER BY i.id DESC LIMIT %s) x "
-        f"ORDER BY x.id DESC LIMIT %s) AND {searchable}"
+        f"ORDER BY x.id DESC LIMIT %s) x JOIN threadmem_message m ON m.id = x.id WHERE {searchable}"
         ") n WHERE n.seen - octet_length(n.content) < %s)"
     )
     threads = list(scope.readable_thread_ids or ())
     return statement, [threads, OWNER_WINDOW_MESSAGES, OWNER_WINDOW_MESSAGES, *searchable_params, OWNER_WINDOW_BYTES]
 
 
-def term_window_sql(index: int, term: str, dialect: Dialect, *, content: str, argument: str) -> tuple[str, list[Any]]:
-    """The CTE ``w<index>``: the term's newest hits in the window, content and arguments (``content``/``argument``:
-    the columns each selects)."""
+def term_window_sql(
+    index: int, term: str, dialect: Dialect, *, content: str, argument: str
+) -> list[tuple[str, list[Any]]]:
+    """The CTEs ``wc<index>`` and ``w<index>``: the term's newest hits in the window, in content, then content
+    and arguments (``content``/``argument``: the columns each selects).
+
+    Both read the window in its order, newest first, and stop at the limit.
+    Arguments are read only in the rows up to the content's last hit once
+    the content holds the limit: an argument of an older message (or of
+    that one: its content comes first) is never among the term's first
+    SEARCH_COUNT_LIMIT + 1 fields (as ``match._not_older_than_content_sql``).
+    """
     in_content, content_needle = dialect.scan_matches("m.content", term)
     in_argument, argument_needle = dialect.scan_matches("a.value", term)
     limit = SEARCH_COUNT_LIMIT + 1
-    statement = (
-        f"w{index} AS MATERIALIZED ("
-        f"SELECT * FROM (SELECT {index} AS term, {content} FROM ow m WHERE {in_content} "
-        "ORDER BY m.id DESC LIMIT %s) c "
-        "UNION ALL "
-        f"SELECT * FROM (SELECT {index} AS term, {argument} FROM ow m CROSS JOIN LATERAL "
-        "(SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
-        f"WHERE {in_argument} ORDER BY a.message_id DESC, a.id LIMIT %s) a)"
+    in_window = (
+        f"wc{index} AS MATERIALIZED (SELECT {index} AS term, {content}, m.rn FROM ow m WHERE {in_content} LIMIT %s)"
     )
-    return statement, [content_needle, limit, argument_needle, limit]
+    rows_read = f"(SELECT max(c.rn) FROM wc{index} c HAVING count(*) > {SEARCH_COUNT_LIMIT})"
+    both = (
+        f"w{index} AS MATERIALIZED ("
+        "SELECT c.term, c.message_id, c.arg_id, c.path, c.min_chars, c.session_id, c.generation, c.role "
+        f"FROM wc{index} c "
+        "UNION ALL "
+        f"SELECT * FROM (SELECT {index} AS term, {argument} FROM (SELECT * FROM ow LIMIT {rows_read}) m "
+        "CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id ORDER BY x.id "
+        "OFFSET 0) a "
+        f"WHERE {in_argument} LIMIT %s) a)"
+    )
+    return [(in_window, [content_needle, limit]), (both, [argument_needle, limit])]
 
 
 def before_window_sql(index: int) -> str:

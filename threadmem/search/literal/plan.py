@@ -22,10 +22,10 @@ from threadmem.search.literal.match import (
     index_match_sql,
     match_rows,
     scan_match_sql,
-    spellings,
 )
 from threadmem.search.literal.owner import has_owner_window
 from threadmem.search.literal.recent import recent_match_sql
+from threadmem.search.literal.spelling import spellings
 from threadmem.search.tuning import SearchPath, SearchTuning
 
 

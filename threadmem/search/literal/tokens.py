@@ -88,8 +88,9 @@ _COMMON_WORDS_SQL = (
 )
 
 
-def common_words() -> frozenset[str]:
-    """The lexemes of the content token index held by so many fields that reading newest first wins.
+def common_words() -> dict[str, float]:
+    """The lexemes of the content token index held by so many fields that reading newest first wins, with
+    their shares of the fields.
 
     A word in a share ``f`` of N fields costs the newest-first read about
     (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
@@ -105,11 +106,11 @@ def common_words() -> frozenset[str]:
     with connection.cursor() as cursor:
         cursor.execute(_COMMON_WORDS_SQL)
         found = cursor.fetchone()
-    words: frozenset[str] = frozenset()
+    words: dict[str, float] = {}
     if found is not None and found[0] and found[2] and found[2] > 0:
         lexemes, shares, fields = found
         least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
-        words = frozenset(lexeme for lexeme, share in zip(lexemes, shares, strict=False) if share >= least)
+        words = {lexeme: share for lexeme, share in zip(lexemes, shares, strict=False) if share >= least}
     connection.threadmem_common_words = (time.monotonic() + COMMON_WORDS_SECONDS, words)
     return words
 
