@@ -35,6 +35,12 @@ STREAM_MARGIN = 4
 STREAM_ROWS_MAX = 50_000
 
 
+def _kept(alias: str) -> str:
+    """The columns of a content branch's rows (``match.CONTENT_COLUMNS``) as ``nf`` keeps them, on ``alias``."""
+    columns = ("message_id", "arg_id", "path", "min_chars", "session_id", "generation", "role")
+    return ", ".join(f"{alias}.{column}" for column in columns)
+
+
 def stream_rows(terms: Sequence[str], indexes: frozenset[int], shares: Mapping[str, float]) -> int:
     """How many of the newest messages the shared read may read for the terms at ``indexes``."""
     least = min((shares.get(word_lexeme(terms[index]) or "", 0.0) for index in indexes), default=0.0)
@@ -64,7 +70,8 @@ def stream_sql(
         flags.append(f"{test} AS h{index}")
         flag_params.append(needle)
     statement = (
-        f"nf AS MATERIALIZED (SELECT x.*, {', '.join(flags)} FROM ("
+        # Not the text itself: the CTE keeps its rows in memory, and would spill the decompressed text to disk.
+        f"nf AS MATERIALIZED (SELECT {_kept('x')}, {', '.join(flags)} FROM ("
         # content || '': the value decompressed once, for every term's test.
         f"SELECT {columns}, m.content || '' AS body FROM threadmem_message m WHERE {where} "
         "ORDER BY m.id DESC LIMIT %s) x)"
@@ -89,9 +96,8 @@ def term_branch(
     read to its end, so it starts below nf's oldest message.
     """
     test, needle = dialect.scan_matches("m.content", term)
-    kept = "n.message_id, n.arg_id, n.path, n.min_chars, n.session_id, n.generation, n.role"
     statement = (
-        f"SELECT * FROM (SELECT {index} AS term, {kept} FROM nf n WHERE n.h{index} "
+        f"SELECT * FROM (SELECT {index} AS term, {_kept('n')} FROM nf n WHERE n.h{index} "
         "UNION ALL "
         f"SELECT * FROM (SELECT {index} AS term, {columns} FROM threadmem_message m WHERE {where} "
         f"AND m.id < (SELECT min(o.message_id) FROM nf o) AND {test} ORDER BY m.id DESC LIMIT %s) older) s LIMIT %s"
