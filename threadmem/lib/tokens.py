@@ -55,9 +55,11 @@ REVERSED = "~"
 JUNCTION = "^"
 JUNCTION_CHARS = 4
 # A field whose lexemes would fill a tsvector (1 MB) is indexed as this one
-# lexeme instead, which every token query also asks for: such fields are
+# lexeme instead, whose fields every token branch also reads: such fields are
 # always re-checked, never missed. No run of letters or digits can be it.
 UNINDEXED_TOKEN = "!all"
+# The tsquery of the fields indexed as UNINDEXED_TOKEN, which every term's candidates include.
+UNINDEXED_QUERY = f"'{UNINDEXED_TOKEN}'"
 # The fewest bytes of distinct lexemes that mark a field UNINDEXED_TOKEN (the tsvector's limit is 1 MB).
 UNINDEXED_BYTES = 500_000
 
@@ -105,9 +107,10 @@ def word_lexeme(term: str) -> str | None:
 def token_query(term: str) -> str | None:
     """The tsquery a field must match to contain ``term``, or None when no lexeme can narrow it.
 
-    ``'b|c' & 'c|d':* | '!all'``: what the term's pairs and whole runs ask
-    of a field (see above), or a field too large to index
-    (``UNINDEXED_TOKEN``). Exact lexemes come alone when there are any: a
+    ``'b|c' & 'c|d':*``: what the term's pairs and whole runs ask of a field
+    (see above). A field too large to index holds ``UNINDEXED_QUERY``'s one
+    lexeme instead, and can hold any term: search asks for those fields
+    apart (``search/literal/tokens.py`` says why). Exact lexemes come alone when there are any: a
     prefix makes the index read every lexeme that starts with it, with all
     their fields (tens of milliseconds for a pair of common runs), where an
     exact one skips through its list. A lexeme holds letters, digits, ``|``,
@@ -138,4 +141,4 @@ def token_query(term: str) -> str | None:
     lexemes = exact or prefixes
     if not lexemes:
         return None
-    return f"{' & '.join(dict.fromkeys(lexemes))} | '{UNINDEXED_TOKEN}'"
+    return " & ".join(dict.fromkeys(lexemes))

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connection
 
-from threadmem.lib.tokens import token_query, word_lexeme
+from threadmem.lib.tokens import UNINDEXED_QUERY, token_query, word_lexeme
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, Dialect
 
@@ -143,18 +143,35 @@ def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> 
 
 # Per field kind: the column, the candidates (ids in listing order, read from
 # the index and the rows' small columns), the join back to the row, the order.
+# The candidates are the fields whose lexemes the term asks for, in the scope,
+# then (UNION ALL) the fields too large to index, found alone and only then
+# held to the scope: the planner prices any tsquery lexeme it has no
+# statistics for at 0.5 % of the fields, so the unindexed lexeme ORed into the
+# term's query made every term look common, and an owner's rare term was
+# ANDed with the ~10,000 ids of their threads from the thread index (1.5 ms
+# at a million messages) where its posting list held 6. The fence (OFFSET 0)
+# keeps the scope out of the unindexed fields' index scan, and each argument
+# of theirs finds its message by id.
 _KINDS = {
     "content": (
         "m.content",
-        "SELECT m.id FROM threadmem_message m WHERE {where} "
-        "AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) ORDER BY m.id DESC OFFSET 0",
+        "SELECT u.id FROM ("
+        "SELECT m.id FROM threadmem_message m WHERE {where} AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) "
+        "UNION ALL SELECT m.id FROM (SELECT * FROM threadmem_message x "
+        "WHERE threadmem_tokens(x.content) @@ CAST(%s AS tsquery) OFFSET 0) m WHERE {where}"
+        ") u ORDER BY u.id DESC OFFSET 0",
         "JOIN threadmem_message m ON m.id = k.id",
         "k.id DESC",
     ),
     "argument": (
         "a.value",
+        "SELECT u.id, u.message_id FROM ("
         "SELECT a.id, a.message_id FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
-        "WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) ORDER BY a.message_id DESC, a.id OFFSET 0",
+        "WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) "
+        "UNION ALL SELECT a.id, a.message_id FROM (SELECT * FROM threadmem_toolargument x "
+        "WHERE threadmem_tokens(x.value) @@ CAST(%s AS tsquery) OFFSET 0) a "
+        "CROSS JOIN LATERAL (SELECT * FROM threadmem_message y WHERE y.id = a.message_id OFFSET 0) m WHERE {where}"
+        ") u ORDER BY u.message_id DESC, u.id OFFSET 0",
         "JOIN threadmem_toolargument a ON a.id = k.id JOIN threadmem_message m ON m.id = k.message_id",
         "k.message_id DESC, k.id",
     ),
@@ -183,4 +200,4 @@ def token_branch(
         f"SELECT {index} AS term, {columns} FROM ({candidates.format(where=where)}) k "
         f"{join} WHERE {recheck} ORDER BY {order} LIMIT %s"
     )
-    return statement, [*where_params, query, needle, limit]
+    return statement, [*where_params, query, UNINDEXED_QUERY, *where_params, needle, limit]
