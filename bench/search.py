@@ -95,6 +95,28 @@ def tail_words() -> dict[str, str]:
     return {"medium": vocabulary[len(COMMON_WORDS) + 5_000], "uncommon": vocabulary[len(COMMON_WORDS) + 30_000]}
 
 
+def machine_speed() -> str:
+    """How fast the machine is right now, to compare runs: the same figures vary by half on a shared host.
+
+    A fixed loop in Python and one in PostgreSQL (no table read), medians of 5.
+    """
+    from django.db import connection
+
+    def python_loop():
+        total = 0
+        for number in range(1_000_000):
+            total += number
+
+    def sql_loop():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM generate_series(1, 1000000)")
+            cursor.fetchone()
+
+    python_ms = statistics.median(timed(python_loop, 5))
+    sql_ms = statistics.median(timed(sql_loop, 5))
+    return f"machine speed: a 1M-step loop takes {python_ms:.0f} ms in Python, {sql_ms:.0f} ms in PostgreSQL"
+
+
 def row(label: str, samples: list[float], extra: str = "", p99: bool = False) -> None:
     tail = f"  p99 {percentile(samples, 0.99):8.1f}" if p99 else ""
     print(
@@ -264,6 +286,7 @@ def measure(runs: int, *, global_only: bool = False) -> None:
     print(f"store: {messages:,} messages, {chars / 1e9:.2f} G characters, database {size}")
     print(f"stress thread: {stress_messages} messages, {stress_chars / 1e6:.1f} M characters; runs per figure: {runs}")
     print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(machine_speed())
     print("search_memory = the whole tool call (scope, literal part, semantic part, merge, tool-call log row);")
     print("literal SQL = the statements of the literal part only (the match; the windows where it did not cut them).\n")
 
