@@ -12,11 +12,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
+from tests.support.sessions import data_dir
+from threadmem.imports.service import import_paths
 from threadmem.lib.tokens import word_lexeme
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.literal import dialects, newest
-from threadmem.search.literal.tokens import common_words, newest_first_terms
+from threadmem.search.literal.tokens import common_words, forget_common_words, newest_first_terms
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
@@ -136,3 +138,24 @@ def test_a_word_short_of_hits_in_the_shared_read_goes_on_in_older_messages(opera
     scanned = search_memory(user=operator, query=query)
     assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
     assert result.literal_hits_total > SEARCH_COUNT_LIMIT
+
+
+@pytest.mark.usefixtures("token_indexes")
+def test_on_real_sessions_the_commonest_words_share_the_read_and_list_what_a_scan_lists(operator, settings):
+    """The shared Claude Code sessions, imported: their commonest words, together, against a scan."""
+    for path in sorted(data_dir().glob("*.jsonl")):
+        import_paths(paths=[path], fmt="claude-code", owner=operator)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE threadmem_message")
+    forget_common_words()
+    words = sorted(common_words(), key=common_words().get, reverse=True)[:3]
+    assert len(words) >= 2
+    query = " ".join(words)
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    with CaptureQueriesContext(connection) as queries:
+        result = search_memory(user=operator, query=query)
+    assert sum("nf AS MATERIALIZED" in q["sql"] for q in queries.captured_queries) == 1
+    settings.THREADMEM_SEARCH_PATH = "scan"
+    scanned = search_memory(user=operator, query=query)
+    assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
+    assert result.literal_hits_total > 0
