@@ -170,7 +170,8 @@ def _match_sql(
     (``owner.py``); a term of ``tokens`` goes to its exact posting list only.
     ``newest_first``: the terms whose content branch tests each field with
     ``Dialect.scan_matches``, which no index serves, so that it reads newest
-    first until the limit (``tokens.newest_first_terms``).
+    first until the limit (``tokens.newest_first_terms``); two or more of
+    them share one such read (``newest.py``).
     """
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
