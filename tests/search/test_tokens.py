@@ -143,6 +143,7 @@ def listing(user, query):
 INDEXES = ["tokens", "trigrams"] if connection.vendor == "postgresql" else ["trigrams"]
 
 
+@pytest.mark.django_db
 @pytest.mark.parametrize("index", INDEXES)
 @pytest.mark.parametrize("persona", ["operator", "owner", "other"])
 def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona, index):
