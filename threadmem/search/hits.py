@@ -6,7 +6,7 @@ The layout of the answer (caps, markers, which hits are listed) is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -55,6 +55,12 @@ class Candidate:
     @property
     def listing_key(self) -> tuple[int, int, int]:
         return listing_key(self.term, self.message_id, self.arg_id)
+
+
+def candidate_columns(alias: str, *, term: bool = True) -> str:
+    """A match branch's columns, ``Candidate``'s fields in order, on ``alias`` (without ``term`` when asked)."""
+    names = [f.name for f in fields(Candidate) if term or f.name != "term"]
+    return ", ".join(f"{alias}.{name}" for name in names)
 
 
 @dataclass(frozen=True)

@@ -27,18 +27,13 @@ from typing import Any
 
 from threadmem.lib.tokens import word_lexeme
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect
 
 # The shared read's rows: this many times what the least common word needs
 # by its share of fields, and never more than STREAM_ROWS_MAX.
 STREAM_MARGIN = 4
 STREAM_ROWS_MAX = 50_000
-
-
-def _kept(alias: str) -> str:
-    """The columns of a content branch's rows (``match.CONTENT_COLUMNS``) as ``nf`` keeps them, on ``alias``."""
-    columns = ("message_id", "arg_id", "path", "min_chars", "session_id", "generation", "role")
-    return ", ".join(f"{alias}.{column}" for column in columns)
 
 
 def stream_rows(terms: Sequence[str], indexes: frozenset[int], shares: Mapping[str, float]) -> int:
@@ -71,7 +66,7 @@ def stream_sql(
         flag_params.append(needle)
     statement = (
         # Not the text itself: the CTE keeps its rows in memory, and would spill the decompressed text to disk.
-        f"nf AS MATERIALIZED (SELECT {_kept('x')}, {', '.join(flags)} FROM ("
+        f"nf AS MATERIALIZED (SELECT {candidate_columns('x', term=False)}, {', '.join(flags)} FROM ("
         # content || '': the value decompressed once, for every term's test.
         f"SELECT {columns}, m.content || '' AS body FROM threadmem_message m WHERE {where} "
         "ORDER BY m.id DESC LIMIT %s) x)"
@@ -97,7 +92,7 @@ def term_branch(
     """
     test, needle = dialect.scan_matches("m.content", term)
     statement = (
-        f"SELECT * FROM (SELECT {index} AS term, {_kept('n')} FROM nf n WHERE n.h{index} "
+        f"SELECT * FROM (SELECT {index} AS term, {candidate_columns('n', term=False)} FROM nf n WHERE n.h{index} "
         "UNION ALL "
         f"SELECT * FROM (SELECT {index} AS term, {columns} FROM threadmem_message m WHERE {where} "
         f"AND m.id < (SELECT min(o.message_id) FROM nf o) AND {test} ORDER BY m.id DESC LIMIT %s) older) s LIMIT %s"

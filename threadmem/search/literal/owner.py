@@ -28,6 +28,7 @@ from typing import Any
 
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
 
@@ -91,8 +92,7 @@ def term_window_sql(
     rows_read = f"(SELECT max(c.rn) FROM wc{index} c HAVING count(*) > {SEARCH_COUNT_LIMIT})"
     both = (
         f"w{index} AS MATERIALIZED ("
-        "SELECT c.term, c.message_id, c.arg_id, c.path, c.min_chars, c.session_id, c.generation, c.role "
-        f"FROM wc{index} c "
+        f"SELECT {candidate_columns('c')} FROM wc{index} c "
         "UNION ALL "
         f"SELECT * FROM (SELECT {index} AS term, {argument} FROM (SELECT * FROM ow LIMIT {rows_read}) m "
         "CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id ORDER BY x.id "
