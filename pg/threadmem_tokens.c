@@ -9,9 +9,11 @@
  * which single lexemes cannot (a large field holds most common runs
  * somewhere), and the reversed one serves a term whose first run may end a
  * longer run of the field. For each two runs in a row of at least
- * JUNCTION_CHARS bytes each, also "^", the first's last JUNCTION_CHARS bytes,
- * "|", the second's first JUNCTION_CHARS: it serves a term of two runs open at
- * both ends ("connection refused"), which either run may continue in a field.
+ * JUNCTION_CHARS bytes each, also the junction "^", the second's first
+ * JUNCTION_CHARS bytes, "|", the first's last JUNCTION_TAIL_CHARS at most,
+ * reversed: it serves a term of two runs open at both ends ("connection
+ * refused"), which either run may continue in a field; a term whose first run
+ * is shorter than the tail asks for the junction as a prefix.
  * No positions, no dictionary: the index only has to say which fields hold a
  * lexeme, or one with a prefix. A field whose distinct lexemes reach
  * UNINDEXED_BYTES (a tsvector holds at most 1 MB of them) is the one lexeme
@@ -32,6 +34,7 @@
 
 #define TOKEN_CHARS 32
 #define JUNCTION_CHARS 4
+#define JUNCTION_TAIL_CHARS 6
 #define UNINDEXED_BYTES 500000
 #define UNINDEXED_TOKEN "!all"
 
@@ -139,10 +142,10 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 	/*
 	 * Pair lexemes, each at most its two runs and two bytes: all of them at
 	 * most three bytes a byte of the field, twice (forward and reversed); and
-	 * a junction of 2 + 2 * JUNCTION_CHARS bytes for at most one pair every
-	 * JUNCTION_CHARS + 1 bytes.
+	 * a junction of 2 + JUNCTION_CHARS + JUNCTION_TAIL_CHARS bytes for at most
+	 * one pair every JUNCTION_CHARS + 1 bytes (under three bytes a byte).
 	 */
-	char	   *pairs = palloc(8 * length + 2 * JUNCTION_CHARS + 2);
+	char	   *pairs = palloc(9 * length + 2 + JUNCTION_CHARS + JUNCTION_TAIL_CHARS);
 	Size		pairs_used = 0;
 	const char *previous = NULL;
 	Size		previous_length = 0;
@@ -201,17 +204,20 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 				back[2 + cut + k] = previous[previous_length - 1 - k];
 			if (add_lexeme(&lexemes, back, back_length))
 				pairs_used += back_length;
-			/* ^irst|seco: where the two meet */
+			/* ^seco|tsrif: where the two meet, the second's first bytes, then the first's last reversed */
 			if (previous_length >= JUNCTION_CHARS && run >= JUNCTION_CHARS)
 			{
 				char	   *junction = pairs + pairs_used;
+				int			tail = Min(previous_length, JUNCTION_TAIL_CHARS);
+				int			junction_length = 2 + JUNCTION_CHARS + tail;
 
 				junction[0] = '^';
-				memcpy(junction + 1, previous + previous_length - JUNCTION_CHARS, JUNCTION_CHARS);
+				memcpy(junction + 1, lowered + start, JUNCTION_CHARS);
 				junction[1 + JUNCTION_CHARS] = '|';
-				memcpy(junction + 2 + JUNCTION_CHARS, lowered + start, JUNCTION_CHARS);
-				if (add_lexeme(&lexemes, junction, 2 + 2 * JUNCTION_CHARS))
-					pairs_used += 2 + 2 * JUNCTION_CHARS;
+				for (int k = 0; k < tail; k++)
+					junction[2 + JUNCTION_CHARS + k] = previous[previous_length - 1 - k];
+				if (add_lexeme(&lexemes, junction, junction_length))
+					pairs_used += junction_length;
 			}
 		}
 		previous = lowered + start;

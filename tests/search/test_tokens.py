@@ -16,9 +16,12 @@ from tests.support.search import skip_without_search_extension
 from tests.support.sessions import LONG, data_dir
 from threadmem.imports.service import import_paths
 from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
+from threadmem.migrations._token_versions import rebuild_token_indexes_then_update
 from threadmem.models import Message, ToolArgument
 from threadmem.search import search_memory
 from threadmem.search.literal import dialects
+from threadmem.search.literal.dialects import TOKENS_VERSION
+from threadmem.search.literal.tokens import token_indexes_create, token_indexes_drop
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
@@ -35,9 +38,11 @@ on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="th
         ("ticket-4711/", "'~1174|tekcit':*"),
         ("-abc- x", "'abc|x':*"),
         ("x-" + "A" * 40 + "-y", f"'~{'a' * TOKEN_CHARS}|x':* & '{'a' * TOKEN_CHARS}|y':*"),
-        # Two open runs of four characters or more: the junction where they meet.
-        ("connection refused", "'^tion|refu'"),
-        ("Connection: REFUSED", "'^tion|refu'"),
+        # Two open runs of four characters or more: the junction where they meet, the second's start first,
+        # then six of the first's end, reversed; a prefix when the first is shorter (a field's run may be longer).
+        ("connection refused", "'^refu|noitce'"),
+        ("Connection: REFUSED", "'^refu|noitce'"),
+        ("tion refused", "'^refu|noit':*"),
         # One run, or two open runs, one of them shorter: each may sit inside a longer run of a field.
         ("error", None),
         ("kalomi", None),
@@ -58,18 +63,20 @@ def test_field_tokens_are_runs_cut_to_the_limit_and_each_two_runs_in_a_row_both_
     reversed_pairs = {"~dc|ba", "~t|dc", f"~{long[::-1][:TOKEN_CHARS]}|t", f"~ba|{long[::-1][:TOKEN_CHARS]}"}
     assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | pairs | reversed_pairs
     assert field_tokens("") == set()
-    # Two runs of four characters or more also meet in a junction: the first's last four, the second's first four.
+    # Two runs of four characters or more also meet in a junction: the second's first four, the first's last six
+    # at most, reversed.
     assert field_tokens("reConnection REFUSEDly") == {
         "reconnection",
         "refusedly",
         "reconnection|refusedly",
         "~yldesufer|noitcennocer",
-        "^tion|refu",
+        "^refu|noitce",
     }
+    assert "^refu|noit" in field_tokens("tion refused")
     distinct = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
     assert field_tokens(distinct) == {UNINDEXED_TOKEN}
-    # Just under: each eight-digit run gives itself (8 bytes), two pairs with the next (17 and 18) and a junction (10).
-    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 53 - 1)))
+    # Just under: each eight-digit run gives itself (8 bytes), two pairs with the next (17 and 18) and a junction (12).
+    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 55 - 1)))
 
 
 @on_postgresql
@@ -79,8 +86,8 @@ def test_the_index_function_holds_the_tokens_lib_tokens_names():
     alphabet = "aZ09-_./ é\u212a\u0130\n\tXyz"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(400)]
     texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1)))  # past the tsvector's room
-    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 53 - 1)))  # just under it
-    texts.append("reConnection REFUSEDly " + "Q" * 40 + " abcd efg hijk")  # junctions, a run past TOKEN_CHARS
+    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 55 - 1)))  # just under it
+    texts.append("reConnection REFUSEDly " + "Q" * 40 + " abcd efg hijk tion refused")  # junctions, a long run
     with connection.cursor() as cursor:
         for text in texts:
             cursor.execute("SELECT array_to_string(tsvector_to_array(threadmem_tokens(%s)), ' ')", [text])
@@ -103,10 +110,11 @@ def seeded(owner, other):
         "/srv/presamar/ru35.logs",
         "ticket-47110",
         "refusedx",
-        # The junction of "connection refused" ('^tion|refu') without the phrase.
+        # The junction of "connection refused" ('^refu|noitce') without the phrase, and 1.2's ('^tion|refu').
         "connection  refused",
         "reconnection refusal",
         "connection-refused",
+        "function refused",
     )
     fillers = ("error", "kalomi", "prekalomi", "connection", "refused", "srv", "log", "170", "internal")
     for index in range(4):
@@ -188,10 +196,12 @@ def test_the_token_index_command_creates_reports_and_drops_it():
     call_command("token_index", "status", stdout=out)
     available = connection.vendor == "postgresql" and dialects.has_search_extension()
     assert out.getvalue().strip() == (
-        "token index: off, available" if available else "token index: off, unavailable (needs threadmem_search 1.2)"
+        "token index: off, available"
+        if available
+        else f"token index: off, unavailable (needs threadmem_search {TOKENS_VERSION})"
     )
     if not available:
-        with pytest.raises(CommandError, match=r"needs PostgreSQL with threadmem_search 1\.2"):
+        with pytest.raises(CommandError, match=f"needs PostgreSQL with threadmem_search {re.escape(TOKENS_VERSION)}"):
             call_command("token_index", "create", stdout=StringIO())
         assert not dialects.dialect().has_tokens
         return
@@ -215,7 +225,7 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
     terms = [term for term in found if token_query(term) is not None and 6 <= len(term) <= 80]
     terms = random.Random(11).sample(terms, min(40, len(terms)))
     assert len(terms) >= 30
-    # Two words of the session's own prose, each open at its end: the junction ('^tion|refu') narrows them.
+    # Two words of the session's own prose, each open at its end: the junction ('^refu|noitce') narrows them.
     phrases = sorted(set(re.findall(r"\b[A-Za-z]{4,} [A-Za-z]{4,}\b", text)))
     terms += random.Random(12).sample(phrases, 20)
     assert all(token_query(term).startswith("'^") for term in terms[-20:])
@@ -232,15 +242,18 @@ def test_migrations_leave_the_extension_at_the_version_whose_tokens_have_junctio
     skip_without_search_extension()
     with connection.cursor() as cursor:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'")
-        assert cursor.fetchone() == ("1.2",)
+        assert cursor.fetchone() == (TOKENS_VERSION,)
         cursor.execute("SELECT tsvector_to_array(threadmem_tokens('Connection refused'))")
-        assert "^tion|refu" in cursor.fetchone()[0]
+        assert "^refu|noitce" in cursor.fetchone()[0]
 
 
 @on_postgresql
 @pytest.mark.usefixtures("token_indexes")
 def test_a_token_index_is_left_unused_while_the_extension_predates_junctions():
-    """Migration 0015 moves the version last: until then an index built before may lack junctions."""
+    """Migrations 0015 and 0017 move the version last: until then an index built before holds other junctions.
+
+    A database migrated before the server had the version is moved by ``token_index create``, rebuilding first.
+    """
 
     def status() -> str:
         out = StringIO()
@@ -248,15 +261,44 @@ def test_a_token_index_is_left_unused_while_the_extension_predates_junctions():
         return out.getvalue().strip()
 
     with connection.cursor() as cursor:
-        cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.1'")
-    connection.threadmem_search_extension = None
-    assert not dialects.dialect().has_tokens
-    assert (
-        status()
-        == "token index: unused (message_content_tokens, toolarg_value_tokens): make pg-extension, then migrate"
-    )
-    with connection.cursor() as cursor:
         cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.2'")
     connection.threadmem_search_extension = None
+    assert not dialects.dialect().has_tokens
+    unused = "token index: unused (message_content_tokens, toolarg_value_tokens)"
+    assert status() == f"{unused}: make pg-extension, then token_index create"
+    with CaptureQueriesContext(connection) as queries:
+        call_command("token_index", "create", stdout=StringIO())
+    statements = [q["sql"] for q in queries.captured_queries]
+    rebuilt = [sql for sql in statements if sql.startswith("REINDEX INDEX")]
+    assert rebuilt == ["REINDEX INDEX message_content_tokens", "REINDEX INDEX toolarg_value_tokens"]
+    assert statements.index(rebuilt[-1]) < statements.index(
+        f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'"
+    )
     assert dialects.dialect().has_tokens
     assert status() == "token index: on (message_content_tokens, toolarg_value_tokens)"
+
+
+@on_postgresql
+@pytest.mark.django_db(transaction=True)
+def test_a_version_step_rebuilds_the_token_index_only_for_the_servers_newest_version():
+    """Migrations 0015 and 0017: from 1.1, 0015 only moves the version (its rebuild would give 1.3's lexemes)."""
+    skip_without_search_extension()
+    token_indexes_create()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.1'")
+        steps = [(("1.0", "1.1"), "1.2", 0), (("1.0", "1.1", "1.2"), TOKENS_VERSION, 2), (("1.2",), TOKENS_VERSION, 0)]
+        for before, version, rebuilt in steps:
+            with CaptureQueriesContext(connection) as queries, connection.schema_editor(atomic=False) as editor:
+                rebuild_token_indexes_then_update(editor, before=before, version=version)
+            assert sum("REINDEX INDEX CONCURRENTLY" in q["sql"] for q in queries.captured_queries) == rebuilt
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'")
+                assert cursor.fetchone() == (version,)
+        connection.threadmem_search_extension = None
+        assert dialects.dialect().has_tokens
+    finally:
+        token_indexes_drop()
+        with connection.cursor() as cursor:
+            cursor.execute(f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'")
+        connection.threadmem_search_extension = None

@@ -7,8 +7,8 @@ its first ``TOKEN_CHARS`` characters. For each two runs in a row: the pair
 ``first|second`` of those, and the reversed pair ``~dnoces|tsrif``, each
 run's last ``TOKEN_CHARS`` characters reversed, the second first; and when
 both runs have at least ``JUNCTION_CHARS`` characters, the junction
-``^irst|seco``: the first's last ``JUNCTION_CHARS``, the second's first
-``JUNCTION_CHARS``. Every other character separates runs, whatever it is:
+``^seco|tsrif``: the second's first ``JUNCTION_CHARS``, then the first's last
+``JUNCTION_TAIL_CHARS`` at most, reversed. Every other character separates runs, whatever it is:
 punctuation, spaces and non-ASCII letters alike.
 
 A term occurs in a field only if the field holds certain lexemes, which
@@ -24,9 +24,12 @@ term has two runs in a row:
   reversed;
 * both open (the term is those two runs, ``connection refused``), each of at
   least ``JUNCTION_CHARS`` characters: the field's runs end and start with
-  them, so it holds their junction ``^tion|refu``. Either run may continue in
-  the field, so no pair can say it; the junction is a short exact lexeme,
-  found in few fields besides the ones with the phrase.
+  them, so it holds their junction ``^refu|noitce``. Either run may continue
+  in the field, so no pair can say it; the junction is a short exact lexeme,
+  found in few fields besides the ones with the phrase (the six characters of
+  the first run's end tell ``connection`` from ``function``). A first run
+  shorter than ``JUNCTION_TAIL_CHARS`` may end a longer run of the field: the
+  junction is then a prefix (``'^refu|noit':*`` for ``tion refused``).
 
 A whole run in no such pair is a lexeme of the field. A term that is one run
 may sit inside a longer run of the field (``kalomi`` in ``prekalomi``): it
@@ -54,6 +57,8 @@ REVERSED = "~"
 # Starts a junction: where two runs meet, JUNCTION_CHARS characters of each side.
 JUNCTION = "^"
 JUNCTION_CHARS = 4
+# A junction holds at most this many characters of the first run's end, reversed, after the second's start.
+JUNCTION_TAIL_CHARS = 6
 # A field whose lexemes would fill a tsvector (1 MB) is indexed as this one
 # lexeme instead, whose fields every token branch also reads: such fields are
 # always re-checked, never missed. No run of letters or digits can be it.
@@ -75,7 +80,7 @@ def _cut_reversed(run: str) -> str:
 
 
 def _junction(first: str, second: str) -> str:
-    return f"{JUNCTION}{first[-JUNCTION_CHARS:].lower()}{PAIR}{second[:JUNCTION_CHARS].lower()}"
+    return f"{JUNCTION}{second[:JUNCTION_CHARS].lower()}{PAIR}{_cut_reversed(first)[:JUNCTION_TAIL_CHARS]}"
 
 
 def field_tokens(text: str) -> set[str]:
@@ -133,7 +138,10 @@ def token_query(term: str) -> str | None:
         elif whole[index + 1]:  # the first is the first run, open at its start
             prefixes.append(f"'{REVERSED}{_cut_reversed(second)}{PAIR}{_cut_reversed(first)}':*")
         elif len(first) >= JUNCTION_CHARS and len(second) >= JUNCTION_CHARS:  # the term is two open runs
-            exact.append(f"'{_junction(first, second)}'")
+            if len(first) >= JUNCTION_TAIL_CHARS:
+                exact.append(f"'{_junction(first, second)}'")
+            else:  # the field's run may be longer: its junction holds more of it
+                prefixes.append(f"'{_junction(first, second)}':*")
         else:
             continue
         paired.update((index, index + 1))

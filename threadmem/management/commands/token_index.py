@@ -14,6 +14,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from threadmem.search.literal.tokens import (
+    TOKENS_VERSION,
     TokenIndexUnavailable,
     token_index_state,
     token_indexes_create,
@@ -39,10 +40,10 @@ class Command(BaseCommand):
         state = token_index_state()
         indexes = [name for name, present in state.items() if name != "function" and present]
         if indexes and not state["function"]:
-            # Built by hand or before threadmem_search 1.2: search leaves it unused (no junctions in it yet).
-            self.stdout.write(f"token index: unused ({', '.join(indexes)}): make pg-extension, then migrate")
+            # Built by hand or before threadmem_search TOKENS_VERSION: search leaves it unused (older junctions).
+            self.stdout.write(f"token index: unused ({', '.join(indexes)}): make pg-extension, then token_index create")
         elif indexes:
             self.stdout.write(f"token index: on ({', '.join(indexes)})")
         else:
-            available = "available" if state["function"] else "unavailable (needs threadmem_search 1.2)"
+            available = "available" if state["function"] else f"unavailable (needs threadmem_search {TOKENS_VERSION})"
             self.stdout.write(f"token index: off, {available}")

@@ -268,10 +268,12 @@ def trigram_pattern(term: str) -> str:
 
 # Both trigram indexes are threadmem_search's operator class (migration 0007);
 # both token indexes exist (migration 0014); the link function exists (links.py).
-# threadmem_tokens as lib/tokens.py describes it, junctions included: threadmem_search 1.2 or later
-# (migration 0015 rebuilt a token index built before). Unknown versions are assumed later.
+# threadmem_tokens as lib/tokens.py describes it, junctions second run first: threadmem_search 1.3 or
+# later (migrations 0015 and 0017 rebuilt a token index built before). Unknown versions are assumed later.
+TOKENS_VERSION = "1.3"
 TOKENS_FUNCTION_SQL = (
-    "coalesce((SELECT extversion NOT IN ('1.0', '1.1') FROM pg_extension WHERE extname = 'threadmem_search'), false)"
+    "coalesce((SELECT extversion NOT IN ('1.0', '1.1', '1.2') FROM pg_extension WHERE extname = 'threadmem_search'), "
+    "false)"
 )
 
 _PROBE_SQL = (

@@ -19,7 +19,7 @@ from django.db import connection
 
 from threadmem.lib.tokens import UNINDEXED_QUERY, token_query, word_lexeme
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, Dialect
+from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, TOKENS_VERSION, Dialect
 
 # The token indexes: opt-in (``manage.py token_index``), as they cost appends
 # about three times their time (docs/scaling.md).
@@ -30,7 +30,7 @@ TOKEN_INDEXES = (
 
 
 class TokenIndexUnavailable(Exception):
-    """The database cannot hold the token index: not PostgreSQL, or no threadmem_search 1.2."""
+    """The database cannot hold the token index: not PostgreSQL, or no threadmem_search TOKENS_VERSION."""
 
 
 def token_index_state() -> dict[str, bool]:
@@ -46,14 +46,37 @@ def token_index_state() -> dict[str, bool]:
     return {"function": found[0], **{name: found[i + 1] for i, (name, _, _) in enumerate(TOKEN_INDEXES)}}
 
 
+# The database's extension, when the server offers TOKENS_VERSION (pg_available_extension_versions).
+_UPDATABLE_SQL = (
+    "SELECT e.extversion FROM pg_extension e WHERE e.extname = 'threadmem_search' AND EXISTS "
+    "(SELECT 1 FROM pg_available_extension_versions v WHERE v.name = e.extname AND v.version = %s)"
+)
+
+
 def token_indexes_create(*, concurrently: bool = False) -> None:
-    """Build the token indexes (``concurrently``: without blocking appends, outside a transaction), then ANALYZE."""
-    if not token_index_state()["function"]:
-        raise TokenIndexUnavailable(
-            "the token index needs PostgreSQL with threadmem_search 1.2 (make pg-extension, then migrate)"
-        )
+    """Build the token indexes (``concurrently``: without blocking appends, outside a transaction), then ANALYZE.
+
+    A database migrated before the server had threadmem_search TOKENS_VERSION
+    (``make pg-extension`` after ``migrate``: migration 0017 found nothing to
+    do) is moved to it first, as that migration would have: a token index
+    built before is rebuilt, then the version moves.
+    """
+    state = token_index_state()
     how = "CONCURRENTLY " if concurrently else ""
+    unavailable = TokenIndexUnavailable(
+        f"the token index needs PostgreSQL with threadmem_search {TOKENS_VERSION} (make pg-extension)"
+    )
+    if connection.vendor != "postgresql":
+        raise unavailable
     with connection.cursor() as cursor:
+        if not state["function"]:
+            cursor.execute(_UPDATABLE_SQL, [TOKENS_VERSION])
+            if cursor.fetchone() is None:
+                raise unavailable
+            for name, _table, _column in TOKEN_INDEXES:
+                if state[name]:
+                    cursor.execute(f"REINDEX INDEX {how}{name}")
+            cursor.execute(f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'")
         for name, table, column in TOKEN_INDEXES:
             cursor.execute(f"CREATE INDEX {how}IF NOT EXISTS {name} ON {table} USING gin (threadmem_tokens({column}))")
         for _name, table, _column in TOKEN_INDEXES:
