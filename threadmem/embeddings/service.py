@@ -237,8 +237,12 @@ def _store(
             through_seq = grown - 1
             batch = [chunk for chunk in batch if read_as[chunk.message_id][0] < grown]
         Chunk.objects.bulk_create(batch, ignore_conflicts=True)
+        # A stored batch ends a run of failures in the same transaction: whoever sees its chunks sees none.
         EmbeddingProgress.objects.filter(pk=progress.pk).update(
-            embedded_seq=Greatest(F("embedded_seq"), through_seq), chunks=F("chunks") + len(batch)
+            embedded_seq=Greatest(F("embedded_seq"), through_seq),
+            chunks=F("chunks") + len(batch),
+            failures=0,
+            last_error="",
         )
     return len(batch), through_seq
 
