@@ -28,6 +28,7 @@ from threadmem import services
 from threadmem.models import ToolCall
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.literal.budget import within_budget
 
 
 def fill(thread, hits: int, *, small: bool = False) -> None:
@@ -231,18 +232,31 @@ def test_a_global_search_leaves_the_callers_transaction_settings_alone(owner, th
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         before = cursor.fetchone()
+        cursor.execute("SHOW jit")
+        before_jit = cursor.fetchone()
         assert search_memory(user=owner, query="tally").literal_hits_total == 4
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone() == before
         cursor.execute("SHOW max_parallel_workers_per_gather")
         assert cursor.fetchone() != ("0",)
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone() == before_jit
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
+def test_a_budgeted_statement_runs_without_parallel_workers_or_jit():
+    with connection.cursor() as cursor:
+        cursor.execute("SET jit = on")
+    settings = "SELECT current_setting('max_parallel_workers_per_gather'), current_setting('jit')"
+    assert within_budget(settings, [], 1_000) == [("0", "off")]
 
 
 def session_settings() -> tuple:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT current_setting('statement_timeout'), current_setting('max_parallel_workers_per_gather'), "
-            "current_setting('synchronous_commit')"
+            "current_setting('synchronous_commit'), current_setting('jit')"
         )
         return cursor.fetchone()
 

@@ -54,9 +54,14 @@ def is_timeout(error: DatabaseError) -> bool:
 
 # The settings of a budgeted statement. No parallel workers: on a small shared
 # machine they start slower than these LIMITed scans finish, and do work the
-# LIMIT throws away.
+# LIMIT throws away. No JIT: the planner's cost of a global statement grows
+# with the store (every branch is priced as if it read to its end), and past
+# jit_above_cost (100,000: the phrase's statement at two million messages)
+# PostgreSQL compiled its expressions first, 73 ms of LLVM for a statement
+# that then ran in 20 (docs/scaling.md).
 _BUDGET_SETTINGS = (
-    "SELECT set_config('statement_timeout', %s, true), set_config('max_parallel_workers_per_gather', '0', true)"
+    "SELECT set_config('statement_timeout', %s, true), set_config('max_parallel_workers_per_gather', '0', true), "
+    "set_config('jit', 'off', true)"
 )
 _SAVEPOINT = "threadmem_search_budget"
 
