@@ -8,8 +8,8 @@ its first ``TOKEN_CHARS`` characters. For each two runs in a row: the pair
 run's last ``TOKEN_CHARS`` characters reversed, the second first; and when
 both runs have at least ``JUNCTION_CHARS`` characters, the junction
 ``^seco|tsrif``: the second's first ``JUNCTION_CHARS``, then the first's last
-``JUNCTION_TAIL_CHARS`` at most, reversed. Every other character separates runs, whatever it is:
-punctuation, spaces and non-ASCII letters alike.
+``JUNCTION_TAIL_CHARS`` at most, reversed. Every other character separates
+runs, whatever it is: punctuation, spaces and non-ASCII letters alike.
 
 A term occurs in a field only if the field holds certain lexemes, which
 makes the index exact (never a missed hit), not just a good guess. If the
