@@ -19,9 +19,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.THREADMEM_WSGI_THREADS)
 
 from threadmem.mcp.http import MCPHTTPApp  # noqa: E402  (after Django is set up)
+from threadmem.metrics import asgi_counted  # noqa: E402
 
 mcp_application = MCPHTTPApp()
 MCP_PATH = "/mcp"
+# Django counts its own requests (threadmem.metrics.request_metrics_middleware); MCP's are counted here.
+mcp_counted = asgi_counted(mcp_application, "mcp")
 
 
 async def _lifespan(receive: Any, send: Any) -> None:
@@ -45,6 +48,6 @@ async def application(scope: dict[str, Any], receive: Any, send: Any) -> None:
         return
     path = scope.get("path", "")
     if path == MCP_PATH or path.startswith(MCP_PATH + "/"):
-        await mcp_application(scope, receive, send)
+        await mcp_counted(scope, receive, send)
         return
     await django_application(scope, receive, send)

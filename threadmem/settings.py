@@ -121,6 +121,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: counts every answer, the ones the middleware below gives included (threadmem/metrics.py).
+    "threadmem.metrics.request_metrics_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -203,6 +205,13 @@ LOGOUT_REDIRECT_URL = "/console/login/"
 # web process (so sync views answer side by side); with PostgreSQL each thread
 # may hold a connection for CONN_MAX_AGE.
 THREADMEM_WSGI_THREADS = env_int("THREADMEM_WSGI_THREADS", 16, minimum=1)
+
+# --- Metrics (/metrics, docs/metrics.md) --------------------------------------
+# On: /metrics answers Prometheus' text format to staff (session or API token)
+# and to THREADMEM_METRICS_TOKEN sent as "Authorization: Bearer <token>"; off: 404.
+# Set PROMETHEUS_MULTIPROC_DIR so one scrape sums every process of a host.
+THREADMEM_METRICS = env_bool("THREADMEM_METRICS", True)
+THREADMEM_METRICS_TOKEN = env_str("THREADMEM_METRICS_TOKEN")
 
 # --- REST API ---------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -4,11 +4,13 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from api.views.metrics import MetricsView
 from threadmem.health import healthz
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/console/", permanent=False)),
     path("healthz", healthz, name="healthz"),
+    path("metrics", MetricsView.as_view(), name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
     path("console/", include("console.urls")),

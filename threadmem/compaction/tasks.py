@@ -15,10 +15,13 @@ the attempts run one after the other in this process, without waiting.
 
 from __future__ import annotations
 
+import time
+
 from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
+from threadmem import metrics
 from threadmem.compaction import recovery, resummarize, service
 from threadmem.compaction.claim import RETRY_BACKOFF_MAX, hard_time_limit, soft_time_limit
 from threadmem.models import Compaction
@@ -34,6 +37,15 @@ def retry_countdown(retries: int) -> float:
     )
 
 
+def _observed(outcome: str, started: float) -> None:
+    """One attempt for /metrics: its seconds by outcome; a retry and a failure counted apart too."""
+    metrics.COMPACTION_SECONDS.labels(outcome=outcome).observe(time.perf_counter() - started)
+    if outcome == "retry":
+        metrics.COMPACTION_RETRIES.inc()
+    elif outcome == "failed":
+        metrics.COMPACTION_FAILURES.inc()
+
+
 @shared_task(
     bind=True,
     name="threadmem.compaction.run",
@@ -45,6 +57,7 @@ def retry_countdown(retries: int) -> float:
 )
 def compaction_run_task(self, compaction_id: int) -> str:
     retries = self.request.retries or 0
+    started = time.perf_counter()
     try:
         outcome = service.compaction_run(
             compaction_id=compaction_id,
@@ -52,10 +65,12 @@ def compaction_run_task(self, compaction_id: int) -> str:
             heartbeat=not self.request.is_eager,
         )
     except service.RETRYABLE_ERRORS as exc:
+        _observed("retry", started)
         # compaction_run gave the claim back; the next attempt claims it again.
         if self.request.is_eager:
             return compaction_run_task.apply(args=[compaction_id], task_id=self.request.id, retries=retries + 1).result
         raise self.retry(exc=exc, countdown=retry_countdown(retries)) from exc
+    _observed(outcome.status, started)
     if outcome.status == "busy" and outcome.retry_at is not None and not self.request.is_eager:
         # The claim's holder is on another host and cannot be checked: look
         # again when its lease runs out (the hard time limit has ended it by then).

@@ -84,6 +84,7 @@ class LiteralPart:
     bounded: bool = False  # total is a lower bound (global scope, SEARCH_COUNT_LIMIT reached)
     coverage: Coverage = Coverage.ALL
     matched_by: MatchedBy = MatchedBy.NONE
+    plan: str = ""  # the plan that ran (literal/plan.py MatchPlan); "" when none did (no terms)
     next_position: CursorPosition | None = None  # where the next page starts (cursor.py); None: nothing left
     next_cursor: str | None = None  # the signed next_position, as the more-hits line shows it
 

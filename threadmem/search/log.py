@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
+from threadmem import metrics
 from threadmem.errors import DomainError
 from threadmem.models import ToolCall
 
@@ -110,6 +111,8 @@ class LoggedCall:
             _insert_async_commit(row)
         else:
             row.save(force_insert=True)
+        metrics.TOOL_CALLS.labels(tool=self.tool, surface=self.surface, status=str(status_code)).inc()
+        metrics.TOOL_CALL_CHARS.labels(tool=self.tool, surface=self.surface).inc(chars_returned)
         return row
 
 

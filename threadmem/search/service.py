@@ -18,6 +18,7 @@ from threadmem.search.cursor import cursor_read, cursor_sign
 from threadmem.search.hits import Coverage, Hit, MatchedBy
 from threadmem.search.literal import literal_search
 from threadmem.search.log import logged_call
+from threadmem.search.observe import search_observed
 
 CHANNEL_MAX_CHARS = 255
 
@@ -113,6 +114,7 @@ def search_memory(
             stopped_early=literal.stopped_early,
         )
         text, truncated = merge(header=header, literal=literal.text, semantic=semantic_text())
+        search_observed(scope=scope, literal=literal, started=call.started)
     result = SearchResult(
         text=text,
         literal_hits_total=literal.total,

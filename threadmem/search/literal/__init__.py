@@ -72,8 +72,23 @@ def literal_search(
         return literal_part([], terms, {}, candidate_count=0)
     dialect = dialects.dialect()
     dialect.prepare()
+    plan = choose_plan(scope, dialect)
+    part = _literal_search(scope, terms, dialect, plan, start=start, sign=sign)
+    part.plan = plan.value
+    return part
+
+
+def _literal_search(
+    scope: SearchScope,
+    terms: list[str],
+    dialect: Dialect,
+    plan: MatchPlan,
+    *,
+    start: CursorPosition | None,
+    sign: Callable[[CursorPosition], str] | None,
+) -> LiteralPart:
     key = start.key if start is not None else None
-    rows, coverage, matched_by = run_plan(choose_plan(scope, dialect), scope, terms, dialect, start=key)
+    rows, coverage, matched_by = run_plan(plan, scope, terms, dialect, start=key)
     if coverage == Coverage.NONE:
         return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
     candidates = [row.candidate() for row in rows]

@@ -1,0 +1,46 @@
+"""Background work waiting, read from the tables when /metrics is scraped: global, whichever process answers.
+
+Counting in the processes would need every web and worker process to agree;
+the rows already say it (docs/metrics.md).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from django.db.models import Count, F, OuterRef, Subquery, Sum
+from django.db.models.functions import Coalesce
+
+from threadmem import llm
+from threadmem.models import LIVE_STATUSES, EmbeddingProgress, Import, Thread
+
+
+class EmbeddingBacklog(NamedTuple):
+    model: str
+    threads: int  # threads with messages after their embedded seq
+    messages: int  # how many messages those are (every role: an upper bound of what will be embedded)
+
+
+def embedding_backlog() -> EmbeddingBacklog | None:
+    """The configured embedding model's backlog in one statement; None when no model is configured."""
+    model = llm.embedding_model()
+    if not model:
+        return None
+    embedded = EmbeddingProgress.objects.filter(thread=OuterRef("pk"), model=model).values("embedded_seq")
+    behind = (
+        Thread.objects.annotate(behind=F("next_seq") - 1 - Coalesce(Subquery(embedded), 0))
+        .filter(behind__gt=0)
+        .aggregate(threads=Count("id"), messages=Coalesce(Sum("behind"), 0))
+    )
+    return EmbeddingBacklog(model, behind["threads"], behind["messages"])
+
+
+def import_backlog() -> dict[str, int]:
+    """Imports not finished, by status (pending, running), zeros included."""
+    counts = dict(
+        Import.objects.filter(status__in=LIVE_STATUSES)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
+    )
+    return {str(status): counts.get(status, 0) for status in LIVE_STATUSES}
