@@ -299,6 +299,12 @@ THREADMEM_MEMORY_ANSWER = env_choice("THREADMEM_MEMORY_ANSWER", "", ("", "llm"))
 # fallback over the newest messages (threadmem/search/literal/budget.py and docs/search.md explain why).
 THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)
 THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS", 30, minimum=1)
+# Both are an idle machine's milliseconds: on a loaded one they are multiplied
+# by the load (statements active in the database or threads runnable on this
+# host, per CPU), at most this many times (1: the clock's milliseconds).
+THREADMEM_SEARCH_BUDGET_SCALE_MAX = env_int("THREADMEM_SEARCH_BUDGET_SCALE_MAX", 20, minimum=1)
+# The database's CPUs, for that load; 0: this host's (the database on the same host).
+THREADMEM_SEARCH_DB_CPUS = env_int("THREADMEM_SEARCH_DB_CPUS", 0, minimum=0)
 # Thread search on PostgreSQL: a thread (with its fork ancestry) of at most
 # this many bytes of text is scanned; a larger one is searched through the
 # trigram indexes (0: always the indexes).

@@ -319,6 +319,7 @@ def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_mes
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000  # no accident on a busy machine
+    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1  # the clock's 1 ms, however busy the machine
     result = search_memory(user=owner, query="zircon-5")
     assert (result.stopped_early, result.coverage) == (True, "recent")
     assert [hit.message_id for hit in result.hits] == [broad_store.id]
@@ -338,6 +339,7 @@ def test_a_global_search_that_runs_out_of_time_says_so_instead_of_running_on(own
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 1
+    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1
     # Another session holds the messages table: both attempts wait until their budgets run out.
     database = connection.settings_dict
     with psycopg.connect(

@@ -198,6 +198,7 @@ def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
+    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1  # the clock's 1 ms, however busy the machine
     fill(thread, hits)
     # scope, the timed-out attempt, rollback and release of its savepoint, the newest-messages
     # attempt, windows, log row.

@@ -25,6 +25,8 @@ class SearchPath(StrEnum):
 class SearchTuning:
     index_budget_ms: int
     recent_budget_ms: int
+    budget_scale_max: int  # the global budgets' most multiple under load (literal/budget.py)
+    db_cpus: int
     thread_scan_bytes: int
     spelling_sample_bytes: int
     pg_extension: bool

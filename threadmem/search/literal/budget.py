@@ -7,10 +7,16 @@ A trigram index narrows a rare term to a few rows quickly, but a term whose
 trigrams are all common (a phrase of common words, a path of common parts)
 leaves it thousands of large rows to re-check: seconds on a large store
 (docs/search.md).
+
+Those budgets are milliseconds of an idle machine's work. A saturated machine
+shares its cores among everything runnable, so the same work takes longer on
+the clock: a global statement's timeout is its budget times the machine's
+load (``load_scaled``), capped at THREADMEM_SEARCH_BUDGET_SCALE_MAX times.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from django.conf import settings
@@ -32,6 +38,30 @@ def thread_index_budget_ms(visible_bytes: int) -> int:
     (docs/search.md). At least 1 ms: 0 would be no limit.
     """
     return max(1, visible_bytes // settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS)
+
+
+def host_runnable() -> int:
+    """How many threads this host runs or could run right now (the kernel's count, /proc/loadavg's fourth
+    field); 0 where there is no such file. The database often shares the host; where it does not, the
+    database's own count of active statements decides (``load_scaled``)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as loadavg:
+            return int(loadavg.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def cpus() -> int:
+    """THREADMEM_SEARCH_DB_CPUS, else this host's CPUs: how many statements run at once without waiting."""
+    return settings.THREADMEM_SEARCH_DB_CPUS or os.cpu_count() or 1
+
+
+class LoadScaled(int):
+    """A global statement's budget: milliseconds of an idle machine, scaled by the load when it runs."""
+
+
+def load_scaled(budget_ms: int) -> LoadScaled:
+    return LoadScaled(budget_ms)
 
 
 def is_timeout(error: DatabaseError) -> bool:
@@ -60,14 +90,26 @@ def is_timeout(error: DatabaseError) -> bool:
 # PostgreSQL compiled its expressions first, 73 ms of LLVM for a statement
 # that then ran in 20 (docs/scaling.md).
 _BUDGET_SETTINGS = (
-    "SELECT set_config('statement_timeout', %s, true), set_config('max_parallel_workers_per_gather', '0', true), "
-    "set_config('jit', 'off', true)"
+    "SELECT set_config('statement_timeout', {timeout}, true), "
+    "set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)"
+)
+_FIXED_TIMEOUT = "%s"
+# A load-scaled budget: the budget times the load, at least 1 and at most the
+# cap; the load is the larger of the statements active in the database (this
+# one included) and the threads runnable on the web host, per CPU. Computed
+# by the server, in the same round trip.
+_SCALED_TIMEOUT = (
+    "(%s::float8 * least(%s::float8, greatest(1.0, greatest(%s::float8, "
+    "(SELECT count(*) FROM pg_stat_activity WHERE state = 'active')) / %s::float8)))::bigint::text"
 )
 _SAVEPOINT = "threadmem_search_budget"
 
 
 def within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tuple] | None:
     """Run ``statement`` with a statement timeout, in one round trip; None when it ran out of time.
+
+    A ``LoadScaled`` budget is scaled by the load as the statement starts (the
+    module docstring); any other is milliseconds on the clock.
 
     The settings, the statement and what follows it go as one query string
     (Django's psycopg cursor binds parameters client-side and sends it with
@@ -85,18 +127,25 @@ def within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tup
     time here instead of failing the caller's next statement.
     """
     nested = not connection.get_autocommit()
+    if isinstance(budget_ms, LoadScaled):
+        scale_max = settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX
+        budget_settings = _BUDGET_SETTINGS.format(timeout=_SCALED_TIMEOUT)
+        budget_params = [int(budget_ms), scale_max, host_runnable(), cpus()]
+    else:
+        budget_settings = _BUDGET_SETTINGS.format(timeout=_FIXED_TIMEOUT)
+        budget_params = [str(budget_ms)]
     if nested:
         batch = (
-            f"SAVEPOINT {_SAVEPOINT}; {_BUDGET_SETTINGS}; {statement}; "
+            f"SAVEPOINT {_SAVEPOINT}; {budget_settings}; {statement}; "
             f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}"
         )
         before = 2  # the savepoint, the settings
     else:
-        batch = f"{_BUDGET_SETTINGS}; {statement}; SELECT 1"
+        batch = f"{budget_settings}; {statement}; SELECT 1"
         before = 1  # the settings
     with connection.cursor() as cursor:
         try:
-            cursor.execute(batch, [str(budget_ms), *params])
+            cursor.execute(batch, [*budget_params, *params])
         except DatabaseError as error:
             if not is_timeout(error):
                 raise
