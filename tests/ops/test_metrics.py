@@ -7,6 +7,10 @@ and after and compares.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -17,10 +21,11 @@ from rest_framework.test import APIClient
 from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.factories import append, console_client, make_thread
 from threadmem.compaction.tasks import compaction_run_task
-from threadmem.metrics import asgi_counted
+from threadmem.metrics import REGISTRY, asgi_counted, exposition
 from threadmem.models import Import, ToolCall
 
 METRICS_URL = "/metrics"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def scrape(client) -> dict[tuple[str, frozenset], float]:
@@ -191,13 +196,29 @@ def test_an_asgi_app_is_counted_by_the_status_it_answers():
 
         await asgi_counted(app, "mcp")({"type": "http", "path": "/mcp/"}, receive, send)
 
-    from threadmem.metrics import HTTP_REQUESTS
-
     def count(status: str) -> float:
-        return HTTP_REQUESTS.labels(surface="mcp", status=status)._value.get()
+        return REGISTRY.get_sample_value("threadmem_http_requests_total", {"surface": "mcp", "status": status}) or 0
 
     teapots, crashes = count("418"), count("500")
     asyncio.run(run(teapot))
     with pytest.raises(RuntimeError):
         asyncio.run(run(crash))
     assert (count("418"), count("500")) == (teapots + 1, crashes + 1)
+
+
+def test_with_a_multiprocess_dir_one_scrape_sums_every_process(tmp_path, monkeypatch):
+    """Two processes (a web worker, a Celery worker) count apart; a scrape reads both (docs/metrics.md)."""
+    count = "import sys; from threadmem import metrics; metrics.COMPACTION_RETRIES.inc(int(sys.argv[1]))"
+    environment = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    for retries in (2, 3):
+        subprocess.run([sys.executable, "-c", count, str(retries)], cwd=ROOT, env=environment, check=True)
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+
+    body, _ = exposition()
+
+    samples = {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    }
+    assert value(samples, "threadmem_compaction_retries_total") == 5
