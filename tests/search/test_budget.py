@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from threadmem.search.literal.budget import host_runnable, load_scaled, within_budget
+from threadmem.search.literal.budget import host_runnable, within_budget
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is statement_timeout")
 
@@ -67,7 +67,7 @@ def test_a_load_scaled_budget_grows_with_the_statements_the_database_runs(busy_d
     settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 20
     timeout = "SELECT current_setting('statement_timeout')"
 
-    (scaled,) = within_budget(timeout, [], load_scaled(10))[0]
+    (scaled,) = within_budget(timeout, [], 10, scale_by_load=True)[0]
     (fixed,) = within_budget(timeout, [], 10)[0]
 
     # This statement and the sleepers (and whatever else the server runs): at least five times, at most the cap.
@@ -83,17 +83,17 @@ def test_work_that_fits_an_idle_budget_finishes_on_a_loaded_machine(busy_databas
     settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 20
     slow = "SELECT 'done' FROM pg_sleep(0.2)"
 
-    assert within_budget(slow, [], load_scaled(50)) == [("done",)]
+    assert within_budget(slow, [], 50, scale_by_load=True) == [("done",)]
     assert within_budget(slow, [], 50) is None
     settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1  # 1: the clock's milliseconds, as before
-    assert within_budget(slow, [], load_scaled(50)) is None
+    assert within_budget(slow, [], 50, scale_by_load=True) is None
 
 
 @pytest.mark.django_db
 def test_an_idle_database_leaves_the_budget_as_it_is(settings):
     settings.THREADMEM_SEARCH_DB_CPUS = 10_000  # whatever runs, fewer statements than CPUs
     timeout = "SELECT current_setting('statement_timeout')"
-    assert within_budget(timeout, [], load_scaled(45)) == [("45ms",)]
+    assert within_budget(timeout, [], 45, scale_by_load=True) == [("45ms",)]
 
 
 def test_the_host_count_of_runnable_threads_counts_at_least_this_one():

@@ -11,7 +11,8 @@ leaves it thousands of large rows to re-check: seconds on a large store
 Those budgets are milliseconds of an idle machine's work. A saturated machine
 shares its cores among everything runnable, so the same work takes longer on
 the clock: a global statement's timeout is its budget times the machine's
-load (``load_scaled``), capped at THREADMEM_SEARCH_BUDGET_SCALE_MAX times.
+load (``within_budget(..., scale_by_load=True)``), capped at
+THREADMEM_SEARCH_BUDGET_SCALE_MAX times.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def thread_index_budget_ms(visible_bytes: int) -> int:
 def host_runnable() -> int:
     """How many threads this host runs or could run right now (the kernel's count, /proc/loadavg's fourth
     field); 0 where there is no such file. The database often shares the host; where it does not, the
-    database's own count of active statements decides (``load_scaled``)."""
+    database's own count of active statements decides (``_SCALED_TIMEOUT``)."""
     try:
         with open("/proc/loadavg", encoding="ascii") as loadavg:
             return int(loadavg.read().split()[3].split("/")[0])
@@ -54,14 +55,6 @@ def host_runnable() -> int:
 def cpus() -> int:
     """THREADMEM_SEARCH_DB_CPUS, else this host's CPUs: how many statements run at once without waiting."""
     return settings.THREADMEM_SEARCH_DB_CPUS or os.cpu_count() or 1
-
-
-class LoadScaled(int):
-    """A global statement's budget: milliseconds of an idle machine, scaled by the load when it runs."""
-
-
-def load_scaled(budget_ms: int) -> LoadScaled:
-    return LoadScaled(budget_ms)
 
 
 def is_timeout(error: DatabaseError) -> bool:
@@ -105,11 +98,14 @@ _SCALED_TIMEOUT = (
 _SAVEPOINT = "threadmem_search_budget"
 
 
-def within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tuple] | None:
+def within_budget(
+    statement: str, params: list[Any], budget_ms: int, *, scale_by_load: bool = False
+) -> list[tuple] | None:
     """Run ``statement`` with a statement timeout, in one round trip; None when it ran out of time.
 
-    A ``LoadScaled`` budget is scaled by the load as the statement starts (the
-    module docstring); any other is milliseconds on the clock.
+    ``scale_by_load``: ``budget_ms`` is an idle machine's, multiplied by the
+    load as the statement starts (the module docstring); else milliseconds on
+    the clock.
 
     The settings, the statement and what follows it go as one query string
     (Django's psycopg cursor binds parameters client-side and sends it with
@@ -127,10 +123,10 @@ def within_budget(statement: str, params: list[Any], budget_ms: int) -> list[tup
     time here instead of failing the caller's next statement.
     """
     nested = not connection.get_autocommit()
-    if isinstance(budget_ms, LoadScaled):
+    if scale_by_load:
         scale_max = settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX
         budget_settings = _BUDGET_SETTINGS.format(timeout=_SCALED_TIMEOUT)
-        budget_params = [int(budget_ms), scale_max, host_runnable(), cpus()]
+        budget_params = [budget_ms, scale_max, host_runnable(), cpus()]
     else:
         budget_settings = _BUDGET_SETTINGS.format(timeout=_FIXED_TIMEOUT)
         budget_params = [str(budget_ms)]

@@ -3,7 +3,7 @@
 Every plan answers with ``Matches``: the rows, how much of the scope they
 cover and which statement found them. A thread's count is always exact; a
 global search on PostgreSQL answers within about the sum of two time budgets,
-whatever the terms (``budget.py``).
+whatever the terms, each scaled by the machine's load (``budget.py``).
 """
 
 from __future__ import annotations
@@ -14,13 +14,7 @@ from typing import NamedTuple, assert_never
 
 from threadmem.scope import SearchScope
 from threadmem.search.hits import Coverage, MatchedBy
-from threadmem.search.literal.budget import (
-    index_budget_ms,
-    load_scaled,
-    recent_budget_ms,
-    thread_index_budget_ms,
-    within_budget,
-)
+from threadmem.search.literal.budget import index_budget_ms, recent_budget_ms, thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.match import (
     MatchRow,
@@ -132,11 +126,11 @@ def run_plan(
         case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
             window = plan == MatchPlan.WINDOW_THEN_RECENT
             statement, params = index_match_sql(scope, terms, dialect, start=start, window=window)
-            budgeted = within_budget(statement, params, load_scaled(index_budget_ms()))
+            budgeted = within_budget(statement, params, index_budget_ms(), scale_by_load=True)
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
             statement, params = recent_match_sql(scope, terms, dialect, start=start)
-            budgeted = within_budget(statement, params, load_scaled(recent_budget_ms()))
+            budgeted = within_budget(statement, params, recent_budget_ms(), scale_by_load=True)
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.RECENT, MatchedBy.RECENT)
             return Matches([], Coverage.NONE, MatchedBy.NONE)
