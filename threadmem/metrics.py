@@ -22,6 +22,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
+
+def multiprocess_dir() -> str | None:
+    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+
+# A directory that is not there yet would fail every count (each value opens
+# its file there when first used): made here, before any is.
+if (_directory := multiprocess_dir()) is not None:
+    os.makedirs(_directory, exist_ok=True)
+
 # This process's metrics. Not prometheus_client's default registry: a scrape
 # in multiprocess mode must not read a process's own values twice.
 REGISTRY = CollectorRegistry()
@@ -134,10 +144,6 @@ def asgi_counted(app: ASGIApp, surface: str) -> ASGIApp:
             count_request(surface, status)
 
     return counted
-
-
-def multiprocess_dir() -> str | None:
-    return os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
 
 class _Own:

@@ -207,12 +207,14 @@ def test_an_asgi_app_is_counted_by_the_status_it_answers():
 
 
 def test_with_a_multiprocess_dir_one_scrape_sums_every_process(tmp_path, monkeypatch):
-    """Two processes (a web worker, a Celery worker) count apart; a scrape reads both (docs/metrics.md)."""
+    """Two processes (a web worker, a Celery worker) count apart; a scrape reads both (docs/metrics.md).
+    The directory need not exist yet: the first process makes it."""
+    directory = tmp_path / "metrics"
     count = "import sys; from threadmem import metrics; metrics.COMPACTION_RETRIES.inc(int(sys.argv[1]))"
-    environment = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    environment = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
     for retries in (2, 3):
         subprocess.run([sys.executable, "-c", count, str(retries)], cwd=ROOT, env=environment, check=True)
-    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(directory))
 
     body, _ = exposition()
 
