@@ -173,15 +173,17 @@ def _finish(
     row back, a summary just written lost part of its input, or a compaction
     closed the generation that was current (it may have read an old summary).
     """
+    thread_id = Compaction.objects.values_list("thread_id", flat=True).get(pk=compaction_id)
     with transaction.atomic():
-        row = Compaction.objects.get(pk=compaction_id)
-        thread = Thread.objects.select_for_update().get(pk=row.thread_id)
+        thread = Thread.objects.select_for_update().get(pk=thread_id)
+        row = Compaction.objects.get(pk=compaction_id)  # read under the lock the hook moves it under
         again = [row.generation] if row.generation < start else []
-        again += [
+        withdrawn = (
             n
-            for n, summary in written.items()
+            for n, summary in sorted(written.items())
             if compaction_selectors.source_withdrawn(thread_id=thread.pk, source=summary.source)
-        ][:1]
+        )
+        again += [n for n in [next(withdrawn, None)] if n is not None]
         if thread.current_generation != end:
             again.append(end)
         if again:
