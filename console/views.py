@@ -249,7 +249,6 @@ def message_model_read(request: HttpRequest, message_id: int) -> HttpResponse:
             user=request.user,
             message_id=message.id,
             offset=offset,
-            model_facing=True,
             surface=ToolCall.Surface.CONSOLE,
         )
     except DomainError as exc:

@@ -43,6 +43,8 @@ class ThreadmemConfig(AppConfig):
 
         if resummarize.resummarize_after_isolation not in services.after_isolation_hooks:
             services.after_isolation_hooks.append(resummarize.resummarize_after_isolation)
+        if resummarize.resummarize_after_thread_isolation not in services.after_thread_isolation_hooks:
+            services.after_thread_isolation_hooks.append(resummarize.resummarize_after_thread_isolation)
         # Automatic compaction and embedding after appends; services.py imports neither.
         for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
             if hook not in services.after_append_hooks:

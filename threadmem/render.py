@@ -18,6 +18,17 @@ from threadmem.store import StoredMessage
 _DATETIME = DateTimeField()
 
 
+def quotes_isolated(message: Message | StoredMessage) -> bool:
+    """Isolated content: an isolated message, or a summary something superseded.
+
+    A summary is superseded when an isolation rewrote it
+    (compaction/resummarize.py), so its text may quote what was isolated; a
+    summary a client superseded is hidden too, which costs nothing the model
+    reads (superseded messages are out of every context).
+    """
+    return message.isolated or (message.kind == Message.Kind.SUMMARY and message.superseded_by_id is not None)
+
+
 def message_data(
     message: Message | StoredMessage, *, created_at: str | None = None, hide_isolated: bool = False
 ) -> dict[str, Any]:
@@ -28,9 +39,10 @@ def message_data(
     (bench/ingest.py). tests/api/test_messages.py pins that both agree.
     ``created_at`` is the rendered time when the caller has it already.
     ``hide_isolated``: an isolated message keeps its place and flags, without
-    its content or tool calls (non-staff callers hold the agent's token, SPEC §1).
+    its content or tool calls (non-staff callers hold the agent's token, SPEC §1);
+    so does a superseded summary (``quotes_isolated``).
     """
-    hidden = hide_isolated and message.isolated
+    hidden = hide_isolated and quotes_isolated(message)
     return {
         "id": message.id,
         "generation": message.generation,

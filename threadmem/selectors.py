@@ -152,14 +152,18 @@ def context_messages(thread: Thread, generation: int | None = None, upto_seq: in
     order; machine events stay (the framework injected them for the model),
     isolated, superseded and model-invisible messages are left out. A fork
     still in the generation it was forked at starts with its parent's context
-    at the fork point, unless the parent is isolated (then it is out of the
+    at the fork point (and the summary that opens it, rewritten or not),
+    unless the parent is isolated (then it is out of the
     fork's search scope and out of its context alike). Agent turns, the
     context endpoint and compaction all read it here.
     """
     number = thread.current_generation if generation is None else generation
     messages = Message.objects.visible().filter(thread=thread, generation=number)
     if upto_seq is not None:
-        messages = messages.filter(seq__lte=upto_seq)
+        # The summary opening the generation stays whatever its seq: a re-summary
+        # (compaction/resummarize.py) writes the replacement past any fork point or cut.
+        opening = Generation.objects.filter(thread=thread, number=number - 1).values("summary_message_id")
+        messages = messages.filter(Q(seq__lte=upto_seq) | Q(pk__in=opening))
     own = list(messages.order_by("seq"))
     # The summary opens the generation even when late arrivals of the
     # previous one (moved here by compaction) carry a lower seq.

@@ -56,6 +56,8 @@ after_append_hooks: list[Callable[[Thread], None]] = []
 # Called in the isolation's transaction with the message and the admin; compaction registers the
 # re-summary of a compacted generation here (a summary must not keep quoting an isolated message).
 after_isolation_hooks: list[Callable[[Message, AbstractBaseUser], object]] = []
+# The same for a whole thread: its forks' summaries were written from its context.
+after_thread_isolation_hooks: list[Callable[[Thread, AbstractBaseUser], object]] = []
 
 
 def message_parse(data: Any, *, position: str = "message") -> MessageIn:
@@ -238,12 +240,17 @@ def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUs
     Thread.objects.filter(pk=thread.pk).update(isolated=isolated)
     thread.isolated = isolated
     IsolationEvent.objects.create(actor=actor, thread=thread, isolated=isolated, surface=surface)
+    for hook in after_thread_isolation_hooks:
+        hook(thread, actor)
     return thread
 
 
 @transaction.atomic
 def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBaseUser, surface: str = "api") -> Message:
     _check_isolation_change(actor=actor, isolated=isolated)
+    # The thread's row lock first, as compaction's commits take it before the message rows they move:
+    # an isolation lands wholly before or after a commit, and the two never wait on each other.
+    Thread.objects.select_for_update().filter(pk=message.thread_id).values_list("pk", flat=True).first()
     Message.objects.filter(pk=message.pk).update(isolated=isolated)
     message.isolated = isolated
     IsolationEvent.objects.create(

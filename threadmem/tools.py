@@ -179,7 +179,6 @@ def _run_read(arguments: dict[str, Any], *, user: AbstractBaseUser, surface: str
         message_id=_integer(arguments["message_id"], name="message_id"),
         view=arguments.get("view", "audit"),
         offset=_integer(arguments.get("offset", 0), name="offset"),
-        model_facing=True,
         surface=surface,
     )
     return read

@@ -97,9 +97,10 @@ class MessageView(JSONAPIView):
     @extend_schema(
         summary="message_context_read: one stored message, content paged",
         description=(
-            "Operators (staff) read any message, flags shown. Other callers read exactly the messages search may "
-            "show them: their own threads, not isolated, not superseded, model-visible, not a machine event or "
-            "summary; any other id answers 404. `text` is what the model reads (at most 12,000 characters)."
+            "Model-facing for every caller, operators included: it reads exactly the messages search may show "
+            "(operators: any owner's; others: their own threads), not isolated, not superseded, model-visible, not "
+            "a machine event or summary; any other id answers 404. Operators see isolated messages in the console. "
+            "`text` is what the model reads (at most 12,000 characters)."
         ),
         parameters=[
             OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH),
@@ -115,7 +116,6 @@ class MessageView(JSONAPIView):
             message_id=message_id,
             view=request.query_params.get("view", "audit"),
             offset=_offset(request.query_params.get("offset")),
-            model_facing=not selectors.is_operator(request.user),
             surface="api",
         )
         return Response(audit_read_data(read))

@@ -6,6 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.support.factories import append, append_tool_exchange, make_thread, open_generation
+from threadmem import services
 from threadmem.models import IsolationEvent, Message, ToolCall
 from threadmem.search import search_memory
 
@@ -125,16 +126,21 @@ def test_the_audit_read_refuses_bad_parameters(owner_api, stored):
 
 
 @pytest.mark.django_db
-def test_owners_read_what_search_could_show_them_and_operators_read_everything(
-    owner_api, operator_api, other_api, thread, stored
-):
+def test_the_audit_read_is_model_facing_for_operators_too(owner_api, operator_api, other_api, admin, thread, stored):
+    """SPEC §3, README: operators read what a model could; the console shows them isolated messages."""
+    call, _ = stored
     (event,) = append(thread, {"role": "system", "kind": "machine_event", "content": "status line"})
+    services.message_set_isolated(message=call, isolated=True, actor=admin)
     summary = open_generation(thread, "summary text")
-    for message in (event, summary):
+    for message in (event, summary, call):
         assert owner_api.get(f"/api/v1/messages/{message.id}/").status_code == 404
-        body = operator_api.get(f"/api/v1/messages/{message.id}/").json()
-        assert body["kind"] in {"machine_event", "summary"}
-    assert other_api.get(f"/api/v1/messages/{stored[0].id}/").status_code == 404
+        response = operator_api.get(f"/api/v1/messages/{message.id}/", {"view": "audit"})
+        assert response.status_code == 404
+        assert "deploy@gamma-9" not in response.content.decode()
+    assert other_api.get(f"/api/v1/messages/{stored[1].id}/").status_code == 404
+    assert operator_api.get(f"/api/v1/messages/{stored[1].id}/").status_code == 200
+    logged = ToolCall.objects.filter(tool=ToolCall.Tool.MESSAGE_CONTEXT_READ, arguments__message_id=str(call.id))
+    assert sorted(logged.values_list("status_code", flat=True)) == [404, 404]
 
 
 @pytest.mark.django_db

@@ -10,14 +10,19 @@ reads next quotes the secret.
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from tests.support.factories import append
+import pytest
+from django.db import connection
+
+from tests.support.compaction import nine_sections
+from tests.support.factories import append, make_thread
 from threadmem import selectors, services
 from threadmem.compaction.service import compaction_run_now
 from threadmem.models import Compaction, Generation, Message, Thread
 
 SECRET = "hunter2-rotation-password"
+OTHER = "correct-horse-battery"
 
 
 def context_text(thread: Thread) -> str:
@@ -77,3 +82,43 @@ def test_isolating_a_message_of_the_current_generation_asks_for_no_summary(
     with django_capture_on_commit_callbacks(execute=True):
         services.message_set_isolated(message=message, isolated=True, actor=admin)
     assert not Compaction.objects.filter(thread=thread).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_isolation_while_a_re_summary_runs_is_left_out_too(
+    owner, admin, fake_openai, django_capture_on_commit_callbacks
+):
+    """The second isolation lands while the re-summary writes generation 2, after it rewrote generation 1."""
+    thread = make_thread(owner, "isolate:twice")
+    first, second = append(
+        thread, {"role": "user", "content": f"one is {SECRET}"}, {"role": "user", "content": f"two is {OTHER}"}
+    )
+    calls: list[int] = []
+    isolate_at: list[int] = []
+
+    def model(body: dict) -> str:
+        calls.append(len(calls) + 1)
+        if calls[-1] in isolate_at:  # the admin's second request (in the fake server's thread)
+            services.message_set_isolated(message=second, isolated=True, actor=admin)
+            connection.close()
+        quoted = [word for word in (SECRET, OTHER) if word in json.dumps(body)]
+        return nine_sections(s6=f"the user gave {' and '.join(quoted) or 'nothing'}")
+
+    fake_openai.default_chat = model
+    compaction_run_now(thread=thread)
+    append(Thread.objects.get(pk=thread.pk), {"role": "user", "content": "now roll back"})
+    compaction_run_now(thread=Thread.objects.get(pk=thread.pk))
+    assert OTHER in context_text(thread)
+    isolate_at.append(len(calls) + 2)  # the re-summary's second model call: generation 2
+
+    with django_capture_on_commit_callbacks(execute=True):
+        services.message_set_isolated(message=first, isolated=True, actor=admin)
+
+    for number in (1, 2):
+        summary = Generation.objects.get(thread=thread, number=number).summary_message
+        assert SECRET not in summary.content and OTHER not in summary.content
+    assert SECRET not in context_text(thread) and OTHER not in context_text(thread)
+    assert len(calls) == 6  # two compactions, then the re-summary's two passes over generations 1 and 2
+    assert list(Compaction.objects.filter(trigger="isolation").values_list("status", flat=True)) == ["succeeded"]
+    visible = Message.objects.visible().filter(thread=thread, kind=Message.Kind.SUMMARY)
+    assert visible.count() == 2  # one current summary a generation, the rest superseded

@@ -153,7 +153,7 @@ def test_it_shows_the_message_as_the_model_reads_it(operator_console, operator, 
     response = operator_console.get(reverse("console:message-model-read", args=[call.id]))
 
     assert response.status_code == 200
-    expected = message_context_read(user=operator, message_id=call.id, model_facing=True, surface="console")
+    expected = message_context_read(user=operator, message_id=call.id, surface="console")
     assert response.context["read"].text == expected.text
     assert html_escape(expected.text) in response.content.decode()
     logged = ToolCall.objects.filter(tool="message_context_read", surface="console", caller=operator)

@@ -1,7 +1,8 @@
 """An isolated message or thread disappears from every model-facing read (SPEC §1), not only from search.
 
 Non-staff callers hold the agent's token: their listing shows an isolated
-message's place and flags without its content; a fork of an isolated thread
+message's place and flags without its content, and so does a summary an
+isolation superseded (it was written from the isolated text); a fork of an isolated thread
 starts without the parent's context (search in the fork already left it out),
 and so does the summary a compaction of that fork writes.
 """
@@ -13,6 +14,7 @@ import pytest
 from tests.support.factories import append, make_thread
 from threadmem import selectors, services
 from threadmem.compaction import selectors as compaction_selectors
+from threadmem.compaction.service import compaction_run_now
 from threadmem.search import search_memory
 
 SLACK = "slack:C042/1700000000.1"
@@ -62,3 +64,21 @@ def test_a_fork_of_a_fork_starts_as_its_parents_context_did(owner, thread):
     (middle_point,) = append(middle, {"role": "user", "content": "middle"})
     leaf = make_thread(owner, f"{SLACK}-leaf", fork_from=middle_point)
     assert [m.content for m in selectors.context_messages(leaf)] == ["root", "middle"]
+
+
+@pytest.mark.django_db
+def test_an_owner_lists_a_summary_an_isolation_superseded_without_its_content(
+    owner_api, operator_api, admin, thread, no_model, django_capture_on_commit_callbacks
+):
+    (secret,) = append(thread, {"role": "user", "content": f"the password is {SECRET}"})
+    compaction_run_now(thread=thread)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.message_set_isolated(message=secret, isolated=True, actor=admin)
+
+    listed = owner_api.get(MESSAGES).json()["results"]
+    old, new = [m for m in listed if m["kind"] == "summary"]
+    assert old["superseded_by"] == new["id"] and not old["isolated"]
+    assert (old["content"], new["superseded_by"]) == ("", None) and new["content"]
+    assert SECRET not in owner_api.get(MESSAGES).content.decode()
+    operator_listed = operator_api.get(MESSAGES).json()["results"]
+    assert SECRET in next(m["content"] for m in operator_listed if m["id"] == old["id"])

@@ -22,7 +22,7 @@ def exchange(thread):
 @pytest.mark.django_db
 def test_it_reads_a_message_as_stored_with_its_metadata(owner, thread, exchange):
     call, _ = exchange
-    read = message_context_read(user=owner, message_id=call.id, model_facing=True)
+    read = message_context_read(user=owner, message_id=call.id)
     lines = read.text.split("\n")
     assert lines[0] == f"[message_context_read] messageId={call.id} view=audit"
     assert lines[1] == (
@@ -36,11 +36,11 @@ def test_it_reads_a_message_as_stored_with_its_metadata(owner, thread, exchange)
 @pytest.mark.django_db
 def test_a_tool_call_names_its_results_and_a_result_names_its_call(owner, exchange):
     call, result = exchange
-    call_read = message_context_read(user=owner, message_id=call.id, model_facing=True)
+    call_read = message_context_read(user=owner, message_id=call.id)
     assert f"- id=call_7 name=shell results: messageId={result.id}\n" in call_read.text
     assert '  arguments: {"command": "uptime"}' in call_read.text
     assert call_read.result_message_ids == [result.id]
-    result_read = message_context_read(user=owner, message_id=result.id, model_facing=True)
+    result_read = message_context_read(user=owner, message_id=result.id)
     assert f"result of tool call: id=call_7 tool=shell in messageId={call.id}" in result_read.text
     assert result_read.call_message_id == call.id
 
@@ -52,7 +52,7 @@ def test_it_pages_long_content_in_reads_of_at_most_12000_characters(owner, threa
     pages = []
     offset = 0
     while True:
-        read = message_context_read(user=owner, message_id=message.id, offset=offset, model_facing=True)
+        read = message_context_read(user=owner, message_id=message.id, offset=offset)
         assert len(read.text) <= AUDIT_READ_MAX_CHARS
         pages.append(read.content)
         if read.next_offset is None:
@@ -76,32 +76,31 @@ def test_a_model_reads_exactly_what_search_may_show_it(owner, admin, thread, exc
     services.message_set_isolated(message=result, isolated=True, actor=admin)
     for message_id in (machine.id, invisible.id, old.id, summary.id, result.id, 999_999, "abc"):
         with pytest.raises(NotFound, match="not found"):
-            message_context_read(user=owner, message_id=message_id, model_facing=True)
+            message_context_read(user=owner, message_id=message_id)
     # The call no longer names its isolated result to a model.
-    assert "results: none stored" in message_context_read(user=owner, message_id=call.id, model_facing=True).text
+    assert "results: none stored" in message_context_read(user=owner, message_id=call.id).text
 
 
 @pytest.mark.django_db
-def test_an_isolated_message_vanishes_from_search_and_model_reads_but_not_from_operators(
+def test_an_isolated_message_vanishes_from_search_and_from_every_callers_audit_read(
     owner, operator, admin, thread, exchange
 ):
-    call, _ = exchange
+    call, result = exchange
     assert search_memory(user=owner, query="uptime", channel=thread.channel).literal_hits_total == 1
     services.message_set_isolated(message=call, isolated=True, actor=admin)
     assert search_memory(user=owner, query="uptime", channel=thread.channel).literal_hits_total == 0
-    with pytest.raises(NotFound):
-        message_context_read(user=owner, message_id=call.id, model_facing=True)
-    read = message_context_read(user=operator, message_id=call.id, model_facing=False)
-    assert "isolated=true" in read.text
+    for user in (owner, operator, admin):
+        with pytest.raises(NotFound):
+            message_context_read(user=user, message_id=call.id)
+    # The result stays readable and no longer names its isolated call.
+    assert "not stored in this thread" in message_context_read(user=operator, message_id=result.id).text
 
 
 @pytest.mark.django_db
 def test_another_owners_message_is_not_found(other, exchange):
     call, _ = exchange
     with pytest.raises(NotFound):
-        message_context_read(user=other, message_id=call.id, model_facing=True)
-    with pytest.raises(NotFound):
-        message_context_read(user=other, message_id=call.id, model_facing=False)
+        message_context_read(user=other, message_id=call.id)
 
 
 @pytest.mark.django_db
@@ -115,16 +114,16 @@ def test_it_refuses_a_bad_view_or_offset_and_logs_the_refusal(owner, exchange):
         ({"offset": 17}, "past the end"),
     ]:
         with pytest.raises(InvalidInput, match=problem):
-            message_context_read(user=owner, message_id=call.id, model_facing=True, **kwargs)
+            message_context_read(user=owner, message_id=call.id, **kwargs)
     assert ToolCall.objects.filter(tool="message_context_read", status_code=400).count() == 5
     # The end of the content is a valid (empty) page.
-    assert message_context_read(user=owner, message_id=call.id, offset=16, model_facing=True).content == ""
+    assert message_context_read(user=owner, message_id=call.id, offset=16).content == ""
 
 
 @pytest.mark.django_db
 def test_it_logs_each_read(owner, thread, exchange):
     call, _ = exchange
-    read = message_context_read(user=owner, message_id=call.id, model_facing=True, surface="mcp")
+    read = message_context_read(user=owner, message_id=call.id, surface="mcp")
     logged = ToolCall.objects.get()
     assert (logged.tool, logged.surface, logged.thread_id, logged.caller_id) == (
         "message_context_read",
@@ -143,6 +142,6 @@ def test_it_bounds_huge_tool_call_arguments(owner, other):
         thread,
         {"role": "assistant", "tool_calls": [{"id": "w", "name": "write", "arguments": {"body": "z" * 50_000}}]},
     )
-    read = message_context_read(user=owner, message_id=call.id, model_facing=True)
+    read = message_context_read(user=owner, message_id=call.id)
     assert len(read.text) <= AUDIT_READ_MAX_CHARS
     assert "…[truncated]" in read.text

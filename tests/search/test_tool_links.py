@@ -146,14 +146,14 @@ def test_the_caps_stay_exact_with_long_tool_names(owner, thread):
 
 
 def test_the_audit_read_names_each_calls_tool_and_results_and_a_results_call(owner, session):
-    calls = message_context_read(user=owner, message_id=session["calls"].id, model_facing=True)
+    calls = message_context_read(user=owner, message_id=session["calls"].id)
     assert f"- id=r1 name=Read results: messageId={session['read'].id}" in calls.text
     assert f"- id=b1 name=Bash results: messageId={session['bash'].id}" in calls.text
     assert calls.calls == [
         {"id": "r1", "tool": "Read", "result_message_ids": [session["read"].id]},
         {"id": "b1", "tool": "Bash", "result_message_ids": [session["bash"].id]},
     ]
-    read = message_context_read(user=owner, message_id=session["read"].id, model_facing=True)
+    read = message_context_read(user=owner, message_id=session["read"].id)
     assert f"result of tool call: id=r1 tool=Read in messageId={session['calls'].id}" in read.text
     assert (read.call_message_id, read.call_tool) == (session["calls"].id, "Read")
     assert Message.objects.filter(tool_call_id="r1").count() == 1

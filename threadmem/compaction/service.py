@@ -150,12 +150,22 @@ def compaction_request(
 # --- commit (the claim: compaction/claim.py) --------------------------------
 
 
+class SourceWithdrawn(Exception):
+    """Something the summary was written from was isolated (or rewritten) after it was read: summarize again."""
+
+
 def compaction_commit(*, claim: Claim, summary: Summary) -> Message | None:
-    """Write the summary and switch generations, if this attempt still holds the claim."""
+    """Write the summary and switch generations, if this attempt still holds the claim.
+
+    Raises SourceWithdrawn, writing nothing, when an isolation made since the
+    input was read touched it (``compaction_selectors.source_withdrawn``).
+    """
     with transaction.atomic():
         thread = Thread.objects.select_for_update().filter(pk=claim.thread_id).first()
         if thread is None or thread.current_generation != claim.generation:
             return None
+        if compaction_selectors.source_withdrawn(thread_id=thread.pk, source=summary.source):
+            raise SourceWithdrawn(f"compaction {claim.compaction_id}: its input changed by an isolation")
         now = timezone.now()
         won = Compaction.objects.filter(
             pk=claim.compaction_id, status=Compaction.Status.RUNNING, claimed_by=claim.token
@@ -225,6 +235,24 @@ def compaction_run(*, compaction_id: int, final_attempt: bool = True, heartbeat:
         return Outcome("skipped", "nothing to do: gone, finished, or claimed by another attempt")
     if isinstance(claim, Busy):
         return Outcome("busy", "another attempt holds the claim", retry_at=claim.retry_at)
+    while True:
+        summary_or_outcome = _summarize_claimed(claim, lease=lease, final_attempt=final_attempt)
+        if isinstance(summary_or_outcome, Outcome):
+            return summary_or_outcome
+        try:
+            message = compaction_commit(claim=claim, summary=summary_or_outcome)
+        except SourceWithdrawn:
+            # An isolation while the model wrote: the summary may quote it. Read the input again.
+            logger.info("compaction %s: input isolated while summarizing, summarizing again", compaction_id)
+            continue
+        if message is None:
+            return Outcome("skipped", "the claim was taken over before the commit")
+        return Outcome("succeeded", f"summary messageId={message.id}")
+
+
+def _summarize_claimed(claim: Claim, *, lease: timedelta | None, final_attempt: bool) -> Summary | Outcome:
+    """Read the claimed generation's input and summarize it; an Outcome when the attempt ends here."""
+    compaction_id = claim.compaction_id
     try:
         thread = Thread.objects.get(pk=claim.thread_id)
         data = compaction_selectors.generation_input(thread=thread, generation=claim.generation, cut_seq=claim.cut_seq)
@@ -233,7 +261,7 @@ def compaction_run(*, compaction_id: int, final_attempt: bool = True, heartbeat:
             if lease is not None
             else contextlib.nullcontext()
         ):
-            summary = summarize(data)
+            return summarize(data)
     except RETRYABLE_ERRORS as exc:
         if final_attempt:
             compaction_fail(claim=claim, reason=str(exc))
@@ -249,10 +277,6 @@ def compaction_run(*, compaction_id: int, final_attempt: bool = True, heartbeat:
         logger.exception("compaction %s failed", compaction_id)
         compaction_fail(claim=claim, reason=f"internal error: {type(exc).__name__}: {exc}")
         return Outcome("failed", f"internal error: {type(exc).__name__}")
-    message = compaction_commit(claim=claim, summary=summary)
-    if message is None:
-        return Outcome("skipped", "the claim was taken over before the commit")
-    return Outcome("succeeded", f"summary messageId={message.id}")
 
 
 def compaction_run_now(

@@ -77,6 +77,9 @@ class Summary:
     model: str
     input_chars: int
     model_calls: int
+    # (message id, thread id) of every message it was written from: the commit
+    # checks that the model may still see each (compaction/selectors.py:source_withdrawn).
+    source: tuple[tuple[int, int], ...] = ()
 
 
 # --- the model --------------------------------------------------------------
@@ -245,4 +248,5 @@ def summarize(data: GenerationInput, *, use_model: bool | None = None) -> Summar
         "The messages themselves stay stored and searchable."
     )
     body = "\n\n".join(f"{heading(n)}\n{demote_headings(sections[n]) if n < 10 else sections[n]}" for n in range(1, 11))
-    return Summary(content=f"{intro}\n\n{body}", model=model, input_chars=sent, model_calls=calls)
+    source = tuple((m.id, m.thread_id) for m in data.messages)
+    return Summary(content=f"{intro}\n\n{body}", model=model, input_chars=sent, model_calls=calls, source=source)

@@ -1,8 +1,10 @@
 """message_context_read: one message as stored, paged (SPEC §3).
 
-A model-facing caller reads exactly the messages search may show it; any
-other id answers NotFound, the same as an id that does not exist. Operators
-read every message, flags shown. The text is at most ``AUDIT_READ_MAX_CHARS``
+Every caller reads as a model would (the read is model-facing for everyone,
+operators included): exactly the messages search may show it; any other id,
+an isolated message's too, answers NotFound, the same as an id that does not
+exist. An operator's path to isolated content is the console's own message
+view, not this read. The text is at most ``AUDIT_READ_MAX_CHARS``
 characters: the message's metadata, its tool calls (an assistant's calls name
 the messageIds of their results; a result names its call), and a page of
 content from ``offset``, followed by ``next offset: <n>`` when more remains.
@@ -63,21 +65,21 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _result_ids(message: Message, *, model_facing: bool) -> dict[str, list[int]]:
+def _result_ids(message: Message) -> dict[str, list[int]]:
     """Tool-call id -> ids of the tool results answering it, in thread order."""
     call_ids = [call.get("id") for call in message.tool_calls if call.get("id")]
     if not call_ids:
         return {}
-    results = Message.objects.filter(thread_id=message.thread_id, role=Message.Role.TOOL, tool_call_id__in=call_ids)
-    if model_facing:
-        results = results.searchable()
+    results = Message.objects.filter(
+        thread_id=message.thread_id, role=Message.Role.TOOL, tool_call_id__in=call_ids
+    ).searchable()
     by_call: dict[str, list[int]] = {}
     for result_id, call_id in results.order_by("seq").values_list("id", "tool_call_id"):
         by_call.setdefault(call_id, []).append(result_id)
     return by_call
 
 
-def _call_of(message: Message, *, model_facing: bool) -> tuple[int | None, str | None]:
+def _call_of(message: Message) -> tuple[int | None, str | None]:
     """(id, tool name) of the assistant message in the same thread whose tool calls include this result's call."""
     if message.role != Message.Role.TOOL or not message.tool_call_id:
         return None, None
@@ -87,14 +89,11 @@ def _call_of(message: Message, *, model_facing: bool) -> tuple[int | None, str |
     else:
         holds_call = "EXISTS (SELECT 1 FROM json_each(m.tool_calls) j WHERE json_extract(j.value, '$.id') = %s)"
         call_param = message.tool_call_id
-    condition, params = "", []
-    if model_facing:
-        searchable, params = searchable_sql("m")
-        condition = f" AND {searchable}"
+    searchable, params = searchable_sql("m")
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT m.id, m.tool_calls FROM threadmem_message m WHERE m.thread_id = %s AND m.role = %s "
-            f"AND {holds_call}{condition} ORDER BY m.seq DESC LIMIT 1",
+            f"AND {holds_call} AND {searchable} ORDER BY m.seq DESC LIMIT 1",
             [message.thread_id, Message.Role.ASSISTANT, call_param, *params],
         )
         row = cursor.fetchone()
@@ -146,21 +145,20 @@ def message_context_read(
     message_id: Any,
     view: str = "audit",
     offset: int = 0,
-    model_facing: bool,
     surface: str = "api",
 ) -> AuditRead:
     arguments = {"message_id": message_id, "view": view, "offset": offset}
     with logged_call(tool=ToolCall.Tool.MESSAGE_CONTEXT_READ, user=user, surface=surface, arguments=arguments) as call:
         _check_view(view)
         offset = _check_offset(offset)
-        message = message_get_for(user=user, message_id=message_id, model_facing=model_facing)
+        message = message_get_for(user=user, message_id=message_id, model_facing=True)
         call.thread_id = message.thread_id
         if offset > len(message.content):
             raise InvalidInput(
                 f"offset {offset} is past the end of the content ({len(message.content)} characters)", field="offset"
             )
-        results = _result_ids(message, model_facing=model_facing)
-        call_message_id, call_tool = _call_of(message, model_facing=model_facing)
+        results = _result_ids(message)
+        call_message_id, call_tool = _call_of(message)
         lines = [
             HEADER.format(id=message.id),
             f"channel: {one_line(message.thread.channel)} · sessionId: {one_line(message.session_id) or '-'} · "
