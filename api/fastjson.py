@@ -4,6 +4,8 @@ orjson does the same work several times faster (bench/ingest.py)."""
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import orjson
@@ -15,13 +17,28 @@ from rest_framework.utils.encoders import JSONEncoder
 from threadmem.lib.storable import json_clipped
 
 _fallback = JSONEncoder()
+# orjson reads an integer outside 64 bits as a float, silently; only a run of 19 or more digits can be one.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 class FastJSONParser(JSONParser):
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        body = stream.read()
         try:
-            return orjson.loads(stream.read())
+            data = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
+        if _LONG_DIGITS.search(body) is None:
+            return data
+        # Read again exactly, so the checks after parsing see the integer as sent and refuse it
+        # (storable.json_problem) rather than store a rounded float.
+        try:
+            return json.loads(body, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
 
 
@@ -43,5 +60,5 @@ class FastJSONRenderer(JSONRenderer):
         try:
             return orjson.dumps(data, default=_fallback.default)
         except orjson.JSONEncodeError:
-            # A value nested past orjson's limit, stored before appends refused one.
+            # A value nested past orjson's limit or an integer outside 64 bits, stored before appends refused one.
             return orjson.dumps(json_clipped(data), default=_fallback.default)
