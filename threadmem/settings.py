@@ -327,6 +327,8 @@ THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, mini
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
 THREADMEM_IMPORT_INLINE_BYTES = env_int("THREADMEM_IMPORT_INLINE_BYTES", 1024 * 1024)
+# A larger upload answers 413, and what was written of it is deleted.
+THREADMEM_IMPORT_MAX_BYTES = env_int("THREADMEM_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 
 # --- Compaction (threadmem/compaction/) ---------------------------------------
 # The most characters one summary call sends the model; longer generations are
