@@ -229,6 +229,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["api.permissions.SchemaAccess"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.closed_request_bodies",
+    ],
 }
 # The schema and Swagger UI answer anonymous callers only when this is on.
 THREADMEM_PUBLIC_SCHEMA = env_bool("THREADMEM_PUBLIC_SCHEMA", False)

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -18,7 +18,9 @@ from api.serializers import ReadOnlyModelSerializer
 from threadmem import selectors
 from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
 from threadmem.imports import uploads
+from threadmem.imports.records import FORMATS
 from threadmem.models import Import
+from threadmem.services import CHANNEL_MAX_CHARS
 
 MULTIPART_ENVELOPE_BYTES = 64 * 1024
 
@@ -45,6 +47,16 @@ class ImportSerializer(ReadOnlyModelSerializer):
         ]
 
 
+class ImportRequest(serializers.Serializer):
+    """The upload's form, for the schema (the view reads it as the parsers left it)."""
+
+    file = serializers.FileField(help_text="the JSONL, one record a line")
+    format = serializers.ChoiceField(choices=list(FORMATS), required=False, help_text="claude-code (default) or openai")
+    channel = serializers.CharField(
+        required=False, max_length=CHANNEL_MAX_CHARS, help_text="the thread to import into (one session only)"
+    )
+
+
 class ImportListView(APIView):
     parser_classes = [MultiPartParser, FileUploadParser]
 
@@ -57,7 +69,7 @@ class ImportListView(APIView):
             "read `imports/{id}/` for the outcome. An upload that is not JSONL answers 400 and stores nothing; a "
             "channel of another owner answers 404; an upload over THREADMEM_IMPORT_MAX_BYTES answers 413."
         ),
-        request={"multipart/form-data": OpenApiTypes.OBJECT},
+        request={"multipart/form-data": ImportRequest},
         responses={201: ImportSerializer, 202: ImportSerializer, **errors(400, 401, 404, 413)},
         tags=["imports"],
     )
