@@ -212,7 +212,7 @@ def _parse_tool_calls(raw_calls: Any) -> list[ToolCallRequest]:
         # correct: the call is kept as invalid arguments, stored as the text the model sent.
         problem = None if error else json_problem(arguments)
         if problem:
-            arguments, error = {}, f"the arguments {problem}"
+            arguments, error = {}, f"the arguments cannot be stored: the object {problem}"
         raw_text = raw_arguments if error and isinstance(raw_arguments, str) else ""
         calls.append(
             ToolCallRequest(id=call_id, name=name, arguments=arguments, arguments_error=error, raw_arguments=raw_text)
