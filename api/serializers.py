@@ -148,18 +148,20 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class ForkFromRequest(serializers.Serializer):
-    channel = serializers.CharField(max_length=CHANNEL_MAX_CHARS, help_text="the thread to fork")
+    channel = serializers.CharField(min_length=1, max_length=CHANNEL_MAX_CHARS, help_text="the thread to fork")
     message_id = serializers.IntegerField(help_text="the message of that thread the fork starts after")
 
 
 class ThreadCreateRequest(serializers.Serializer):
     channel = serializers.CharField(
+        min_length=1,
         max_length=CHANNEL_MAX_CHARS,
         required=False,
-        help_text="unique address such as slack:C042/1700000000.1; generated when omitted",
+        allow_null=True,
+        help_text="unique address such as slack:C042/1700000000.1; generated when omitted or null",
     )
-    title = serializers.CharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True)
-    fork_from = ForkFromRequest(required=False)
+    title = serializers.CharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True, allow_null=True)
+    fork_from = ForkFromRequest(required=False, allow_null=True)
 
 
 class ThreadUpdateRequest(serializers.Serializer):

@@ -13,10 +13,16 @@ from api.serializers import ReadOnlyModelSerializer, ToolCallSerializer
 from threadmem.models import Message, ToolCall
 from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS
 
+# Something to search for besides spaces and quotes (they are stripped); the schema says so for its fuzzers.
+QUERY_PATTERN = r"[^\s\"'`]"
+
 
 class SearchRequest(serializers.Serializer):
-    query = serializers.CharField(
-        max_length=QUERY_MAX_CHARS, help_text="literal text; the whole query first, then each word of 3+ characters"
+    query = serializers.RegexField(
+        QUERY_PATTERN,
+        min_length=1,
+        max_length=QUERY_MAX_CHARS,
+        help_text="literal text; the whole query first, then each word of 3+ characters",
     )
     channel = serializers.CharField(
         required=False,
@@ -26,6 +32,7 @@ class SearchRequest(serializers.Serializer):
     cursor = serializers.CharField(
         required=False,
         allow_null=True,
+        min_length=1,
         help_text="next_cursor of an earlier answer to the same caller, query and channel: the hits it left out",
     )
 

@@ -29,6 +29,7 @@ import openai
 from django.conf import settings
 
 from threadmem.errors import DomainError
+from threadmem.lib.storable import json_problem
 
 SYSTEM_PROMPT = (
     "You work inside threadmem, the memory service of a long-running agent. "
@@ -201,10 +202,17 @@ def _parse_tool_calls(raw_calls: Any) -> list[ToolCallRequest]:
         error = ""
         try:
             arguments = json.loads(raw_arguments) if raw_arguments else {}
-        except (TypeError, json.JSONDecodeError) as exc:
+        except (TypeError, ValueError) as exc:  # ValueError: JSONDecodeError, or an integer past the digit limit
             arguments, error = {}, f"the arguments are not valid JSON ({getattr(exc, 'msg', exc)})"
+        except RecursionError:
+            arguments, error = {}, "the arguments nest too deeply"
         if not error and not isinstance(arguments, dict):
             arguments, error = {}, "the arguments are not a JSON object"
+        # What the store refuses (an integer outside 64 bits, NaN, deep nesting) is the model's mistake to
+        # correct: the call is kept as invalid arguments, stored as the text the model sent.
+        problem = None if error else json_problem(arguments)
+        if problem:
+            arguments, error = {}, f"the arguments cannot be stored: the object {problem}"
         raw_text = raw_arguments if error and isinstance(raw_arguments, str) else ""
         calls.append(
             ToolCallRequest(id=call_id, name=name, arguments=arguments, arguments_error=error, raw_arguments=raw_text)

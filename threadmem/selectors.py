@@ -90,10 +90,11 @@ def message_get_for(*, user: AbstractBaseUser, message_id: Any, model_facing: bo
     search may show them; operators read everything. Anything else answers
     NotFound, the same as an id that does not exist.
     """
-    try:
+    # Only a positive id in ASCII digits names a message: int() would also take "-1", " 7", "1_0", "٣", 7.9 and True.
+    if isinstance(message_id, str) and message_id.isascii() and message_id.isdigit():
         message_id = int(message_id)
-    except (TypeError, ValueError):
-        raise NotFound(f"message {message_id!r} not found") from None
+    if isinstance(message_id, bool) or not isinstance(message_id, int) or not 0 < message_id < 2**63:
+        raise NotFound(f"message {message_id!r} not found: a message id is a positive integer")
     messages = Message.objects.select_related("thread", "thread__owner")
     if not is_operator(user):
         messages = messages.filter(thread__owner=user)

@@ -238,6 +238,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["api.permissions.SchemaAccess"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.closed_request_bodies",
+    ],
 }
 # The schema and Swagger UI answer anonymous callers only when this is on.
 THREADMEM_PUBLIC_SCHEMA = env_bool("THREADMEM_PUBLIC_SCHEMA", False)
@@ -337,11 +341,26 @@ THREADMEM_MAX_BATCH = env_int("THREADMEM_MAX_BATCH", 1000, minimum=1)
 # Automatic compaction once the current generation's model-visible text passes this.
 THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, minimum=1)
 
+# --- MCP over HTTP (threadmem/mcp/http.py) -------------------------------------
+# A request with an Origin header (a browser's) is served only from these origins (comma-separated; "scheme://host:*"
+# for any port); a request without one (MCP clients, curl) always is. The default: loopback pages only, so a page
+# served from elsewhere and rebound to this host by DNS is refused (the MCP specification's DNS-rebinding rule).
+THREADMEM_MCP_ALLOWED_ORIGINS = [
+    origin.strip()
+    for origin in env_str(
+        "THREADMEM_MCP_ALLOWED_ORIGINS",
+        "http://127.0.0.1,http://127.0.0.1:*,http://localhost,http://localhost:*,http://[::1],http://[::1]:*",
+    ).split(",")
+    if origin.strip()
+]
+
 # --- Imports (threadmem/imports/) ---------------------------------------------
 # Where API uploads wait for their task: workers must see the same folder.
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
 THREADMEM_IMPORT_INLINE_BYTES = env_int("THREADMEM_IMPORT_INLINE_BYTES", 1024 * 1024)
+# A larger upload answers 413, and what was written of it is deleted.
+THREADMEM_IMPORT_MAX_BYTES = env_int("THREADMEM_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 
 # --- Compaction (threadmem/compaction/) ---------------------------------------
 # The most characters one summary call sends the model; longer generations are

@@ -17,5 +17,6 @@ urlpatterns = [
 ]
 
 # JSON on /api/ paths, Django's pages elsewhere.
+handler400 = "api.exceptions.bad_request"
 handler404 = "api.exceptions.not_found"
 handler500 = "api.exceptions.server_error"

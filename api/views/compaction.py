@@ -22,7 +22,9 @@ class CompactionStartedSerializer(serializers.Serializer):
 
 
 class CompactionSerializer(ReadOnlyModelSerializer):
-    requested_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    requested_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text="null: an automatic or isolation compaction"
+    )
     summary_message_id = serializers.IntegerField(read_only=True, allow_null=True)
 
     class Meta:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,9 +16,13 @@ from rest_framework.views import APIView
 from api.endpoints import errors
 from api.serializers import ReadOnlyModelSerializer
 from threadmem import selectors
-from threadmem.errors import InvalidInput, NotFound
+from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
 from threadmem.imports import uploads
+from threadmem.imports.records import FORMATS
 from threadmem.models import Import
+from threadmem.services import CHANNEL_MAX_CHARS
+
+MULTIPART_ENVELOPE_BYTES = 64 * 1024
 
 
 class ImportSerializer(ReadOnlyModelSerializer):
@@ -42,6 +47,16 @@ class ImportSerializer(ReadOnlyModelSerializer):
         ]
 
 
+class ImportRequest(serializers.Serializer):
+    """The upload's form, for the schema (the view reads it as the parsers left it)."""
+
+    file = serializers.FileField(help_text="the JSONL, one record a line")
+    format = serializers.ChoiceField(choices=list(FORMATS), required=False, help_text="claude-code (default) or openai")
+    channel = serializers.CharField(
+        required=False, max_length=CHANNEL_MAX_CHARS, help_text="the thread to import into (one session only)"
+    )
+
+
 class ImportListView(APIView):
     parser_classes = [MultiPartParser, FileUploadParser]
 
@@ -52,13 +67,23 @@ class ImportListView(APIView):
             "conversations, one a line; `format` (`claude-code`, the default, or `openai`) and `channel` as form "
             "fields or query parameters. Small uploads import in the request (201); larger ones in a task (202): "
             "read `imports/{id}/` for the outcome. An upload that is not JSONL answers 400 and stores nothing; a "
-            "channel of another owner answers 404."
+            "channel of another owner answers 404; an upload over THREADMEM_IMPORT_MAX_BYTES answers 413."
         ),
-        request={"multipart/form-data": OpenApiTypes.OBJECT},
-        responses={201: ImportSerializer, 202: ImportSerializer, **errors(400, 401)},
+        request={"multipart/form-data": ImportRequest},
+        responses={201: ImportSerializer, 202: ImportSerializer, **errors(400, 401, 404, 413)},
         tags=["imports"],
     )
     def post(self, request: Request, filename: str | None = None) -> Response:
+        # Refused before the body is read when its declared length already says so (with room for the
+        # multipart envelope); uploads.py counts the file's own bytes exactly.
+        declared = request.META.get("CONTENT_LENGTH") or ""
+        limit = settings.THREADMEM_IMPORT_MAX_BYTES + MULTIPART_ENVELOPE_BYTES
+        if declared.isascii() and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(
+                f"the upload is over {settings.THREADMEM_IMPORT_MAX_BYTES} bytes, the limit "
+                "(THREADMEM_IMPORT_MAX_BYTES)",
+                field="file",
+            )
         upload = request.data.get("file")
         if upload is None or not hasattr(upload, "chunks"):
             raise InvalidInput("send the JSONL as a multipart field named 'file' (or as the raw body)", field="file")

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from api.endpoints import errors
 from api.serializers import MessageSerializer as StoredMessageSerializer
 from api.serializers_memory import (
+    QUERY_PATTERN,
     AuditReadSerializer,
     MessageIsolationRequest,
     SearchRequest,
@@ -35,9 +36,13 @@ from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.answers import audit_read_data, search_result_data
+from threadmem.search.bounded import QUERY_MAX_CHARS
 from threadmem.tools import TOOLS
 
 SEARCH_FIELDS = {"query", "channel", "cursor"}
+MESSAGE_ID_PARAMETER = OpenApiParameter(
+    "message_id", {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}, OpenApiParameter.PATH
+)
 
 
 def _search(request: Request, data: Any) -> Response:
@@ -70,10 +75,17 @@ class SearchView(JSONAPIView):
     @extend_schema(
         summary="search_memory with query parameters",
         parameters=[
-            OpenApiParameter("query", OpenApiTypes.STR, required=True, description="literal text to find"),
+            OpenApiParameter(
+                "query",
+                {"type": "string", "minLength": 1, "maxLength": QUERY_MAX_CHARS, "pattern": QUERY_PATTERN},
+                required=True,
+                description="literal text to find",
+            ),
             OpenApiParameter("channel", OpenApiTypes.STR, description="the thread to search; omit for all"),
             OpenApiParameter(
-                "cursor", OpenApiTypes.STR, description="next_cursor of an earlier answer to the same query"
+                "cursor",
+                {"type": "string", "minLength": 1},
+                description="next_cursor of an earlier answer to the same query",
             ),
         ],
         responses={200: SearchResultSerializer, **errors(400, 401, 404)},
@@ -103,9 +115,13 @@ class MessageView(JSONAPIView):
             "`text` is what the model reads (at most 12,000 characters)."
         ),
         parameters=[
-            OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH),
+            MESSAGE_ID_PARAMETER,
             OpenApiParameter("view", OpenApiTypes.STR, enum=["audit"], description="only 'audit'"),
-            OpenApiParameter("offset", OpenApiTypes.INT, description="where the page of content starts"),
+            OpenApiParameter(
+                "offset",
+                {"type": "integer", "minimum": 0},
+                description="where the page of content starts; past the content's end answers 400",
+            ),
         ],
         responses={200: AuditReadSerializer, **errors(400, 401, 404)},
         tags=["memory"],
@@ -126,7 +142,7 @@ class MessageView(JSONAPIView):
             "An isolated message disappears from every model-facing read and search. Superusers and holders of "
             "threadmem.isolate only (403 otherwise); every toggle writes an audit row."
         ),
-        parameters=[OpenApiParameter("message_id", OpenApiTypes.INT, OpenApiParameter.PATH)],
+        parameters=[MESSAGE_ID_PARAMETER],
         request=MessageIsolationRequest,
         responses={200: StoredMessageSerializer, **errors(400, 401, 403, 404)},
         tags=["memory"],

@@ -47,7 +47,22 @@ class Pagination(PageNumberPagination):
         raw = request.query_params.get(self.page_query_param)
         if raw not in (None, "", *self.last_page_strings) and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
             raise InvalidInput(f"page must be a positive integer (1 is the first page), got {raw!r}", field="page")
+        # DRF ignores a page_size it cannot read and caps a large one; the schema promises 1 to max_page_size.
+        size = request.query_params.get(self.page_size_query_param)
+        if size not in (None, "") and not (size.isascii() and size.isdigit() and 1 <= int(size) <= self.max_page_size):
+            raise InvalidInput(
+                f"page_size must be an integer from 1 to {self.max_page_size}, got {size!r}", field="page_size"
+            )
         return super().paginate_queryset(queryset, request, view)
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            if parameter["name"] == self.page_query_param:
+                parameter["schema"]["minimum"] = 1
+            elif parameter["name"] == self.page_size_query_param:
+                parameter["schema"].update(minimum=1, maximum=self.max_page_size)
+        return parameters
 
 
 def body_object(request: Request, *, allowed: set[str], name: str = "the body") -> dict[str, Any]:

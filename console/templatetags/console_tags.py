@@ -43,8 +43,18 @@ def thousands(value: Any) -> str:
         return "–"
     try:
         return f"{int(value):,}"
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinity
         return str(value)
+
+
+@register.filter
+def message_id(value: Any) -> int | None:
+    """A logged ``message_id`` as a linkable id, or None: the log keeps whatever a caller sent (``-1``, ``²``)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63:
+        return value
+    return None
 
 
 @register.filter

@@ -10,6 +10,8 @@ from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
 from rest_framework.test import APIClient
 
+from threadmem.models import Compaction
+
 
 @pytest.mark.django_db
 def test_it_generates_a_valid_schema_without_warnings(tmp_path):
@@ -66,3 +68,31 @@ def test_it_keeps_the_schema_from_anonymous_callers_unless_made_public(path, set
     assert APIClient().get(path).status_code == 401
     settings.THREADMEM_PUBLIC_SCHEMA = True
     assert APIClient().get(path).status_code == 200
+
+
+@pytest.mark.django_db
+def test_an_automatic_compactions_requested_by_is_null_and_the_schema_says_it_may_be(owner_api, thread):
+    Compaction.objects.create(thread=thread, generation=1, trigger="auto", requested_by=None)
+    answered = owner_api.get(f"/api/v1/threads/{thread.channel}/compactions/").json()["results"]
+    assert answered[0]["requested_by"] is None
+    schema = owner_api.get("/api/v1/schema/", {"format": "json"}).json()
+    assert schema["components"]["schemas"]["Compaction"]["properties"]["requested_by"]["nullable"] is True
+
+
+@pytest.mark.django_db
+def test_the_schema_states_minimums_non_empty_strings_and_closed_bodies(owner_api):
+    schema = owner_api.get("/api/v1/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+    assert components["SearchRequest"]["properties"]["query"]["minLength"] == 1
+    assert components["SearchRequest"]["additionalProperties"] is False
+    assert components["ThreadCreateRequest"]["properties"]["channel"]["minLength"] == 1
+    read = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/messages/{message_id}/"]["get"]["parameters"]}
+    assert read["message_id"]["minimum"] == 1 and read["offset"]["minimum"] == 0
+    listing = {p["name"]: p["schema"] for p in schema["paths"]["/api/v1/threads/"]["get"]["parameters"]}
+    assert listing["page"]["minimum"] == 1 and listing["page_size"] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1000,
+    }
+    assert owner_api.get("/api/v1/threads/", {"page_size": "null"}).status_code == 400
+    assert owner_api.get("/api/v1/threads/", {"page_size": "1001"}).status_code == 400

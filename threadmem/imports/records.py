@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,8 @@ import orjson
 from threadmem.services import MessageIn
 
 FORMATS = ("claude-code", "openai")
+# Only a run of 19 or more digits can be an integer orjson rounds to a float.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 @dataclass
@@ -86,7 +89,7 @@ def read_complete_lines(handle: IO[bytes], *, offset: int, line_number: int, fin
 def _is_json(raw: bytes) -> bool:
     try:
         json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
 
@@ -95,19 +98,25 @@ def load_record(line: Line) -> dict[str, Any] | Problem | None:
     """The line's JSON object; None for a blank line; a Problem for anything else.
 
     orjson (the API's own parser) reads the bytes as they are; what it
-    refuses (invalid UTF-8, a lone surrogate, NaN, an integer past 64 bits)
-    is read again by the json module, so a line means what it always meant
-    and the checks after parsing name the problem.
+    refuses (invalid UTF-8, a lone surrogate, NaN, nesting past 1,024
+    levels) or rounds (an integer past 64 bits, read as a float) is read
+    again by the json module, so a line means what it always meant and the
+    checks after parsing name the problem.
     """
     if not line.raw.strip():
         return None
     try:
         record = orjson.loads(line.raw)
+        exact = _LONG_DIGITS.search(line.raw) is None
     except orjson.JSONDecodeError:
+        exact = False
+    if not exact:
         try:
             record = json.loads(line.text)
         except ValueError as exc:
             return Problem(line.number, f"not JSON: {exc}")
+        except RecursionError:
+            return Problem(line.number, "not JSON this service reads: it nests too deeply")
     if not isinstance(record, dict):
         return Problem(line.number, f"not a JSON object but {type(record).__name__}")
     return record

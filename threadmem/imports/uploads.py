@@ -13,10 +13,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from threadmem.errors import DomainError, InvalidInput
+from threadmem.errors import DomainError, InvalidInput, PayloadTooLarge
 from threadmem.imports.records import FORMATS
 from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
+from threadmem.lib.validate import check_text
 from threadmem.models import Import
+from threadmem.services import CHANNEL_MAX_CHARS
 
 
 def _check_jsonl(path: Path) -> None:
@@ -32,6 +34,8 @@ def _check_jsonl(path: Path) -> None:
                 raise InvalidInput(
                     f"the upload is not JSONL: line {number} is not JSON ({exc})", field="file"
                 ) from None
+            except RecursionError:
+                raise InvalidInput(f"line {number} of the upload nests too deeply to read", field="file") from None
             if not isinstance(record, dict):
                 raise InvalidInput(f"the upload is not JSONL: line {number} is not a JSON object", field="file")
             seen += 1
@@ -42,33 +46,52 @@ def _check_jsonl(path: Path) -> None:
 def import_upload(
     *, owner: AbstractBaseUser, fmt: str, name: str, chunks: Iterable[bytes], channel: str = ""
 ) -> Import:
-    """Store the upload and create its Import; run it now if small, else enqueue its task after commit."""
+    """Store the upload and create its Import; run it now if small, else enqueue its task after commit.
+
+    Whatever refuses the upload (its size, its lines, its channel, an error of the import itself)
+    deletes the stored file: only an Import waiting for its task keeps one.
+    """
     if fmt not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+    channel = check_text(channel, name="channel", max_chars=CHANNEL_MAX_CHARS)
+    # The file's name is only shown back: keep what can be stored of it rather than refuse the upload.
+    name = name.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")[:1000]
     folder = Path(settings.THREADMEM_IMPORT_DIR)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{secrets.token_hex(12)}.jsonl"
+    queued = False
+    try:
+        size = _write(path, chunks)
+        _check_jsonl(path)
+        record = Import.objects.create(owner=owner, format=fmt, name=name, path=str(path), size=size, channel=channel)
+        if size <= settings.THREADMEM_IMPORT_INLINE_BYTES:
+            import_run(import_id=record.pk, raise_errors=True)
+        else:
+            from threadmem.imports.tasks import import_run_task
+
+            transaction.on_commit(lambda: import_run_task.delay(record.pk))
+            queued = True
+    finally:
+        if not queued:
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+    record.refresh_from_db()
+    return record
+
+
+def _write(path: Path, chunks: Iterable[bytes]) -> int:
+    """Write the upload to ``path``; PayloadTooLarge past THREADMEM_IMPORT_MAX_BYTES."""
+    limit = settings.THREADMEM_IMPORT_MAX_BYTES
     size = 0
     with path.open("wb") as handle:
         for chunk in chunks:
             size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(
+                    f"the upload is over {limit} bytes, the limit (THREADMEM_IMPORT_MAX_BYTES)", field="file"
+                )
             handle.write(chunk)
-    try:
-        _check_jsonl(path)
-    except InvalidInput:
-        path.unlink(missing_ok=True)
-        raise
-    record = Import.objects.create(
-        owner=owner, format=fmt, name=name[:1000], path=str(path), size=size, channel=channel[:255]
-    )
-    if size <= settings.THREADMEM_IMPORT_INLINE_BYTES:
-        import_run(import_id=record.pk, raise_errors=True)
-    else:
-        from threadmem.imports.tasks import import_run_task
-
-        transaction.on_commit(lambda: import_run_task.delay(record.pk))
-    record.refresh_from_db()
-    return record
+    return size
 
 
 def import_run(*, import_id: int, raise_errors: bool = False) -> None:
@@ -98,6 +121,12 @@ def import_run(*, import_id: int, raise_errors: bool = False) -> None:
         if raise_errors:
             _finish(record, outcome)
             raise
+    except Exception:
+        # A defect, not the upload's fault: the Import says it failed (never stays running) and the error goes on.
+        _finish(
+            record, {"status": Import.Status.FAILED, "error": "the import failed on an internal error; it is logged"}
+        )
+        raise
     _finish(record, outcome)
 
 

@@ -1,9 +1,10 @@
 """Whether a string or a JSON value can be stored and rendered again.
 
 PostgreSQL's text cannot hold NUL; a lone surrogate is not Unicode and fails
-every UTF-8 encoder after it; NaN and infinities are not JSON; nesting past a
-bound breaks renderers (orjson stops at 255 levels, recursive code at
-Python's recursion limit). Each is refused at the door, so nothing stored
+every UTF-8 encoder after it; NaN and infinities are not JSON; an integer outside 64 bits cannot be
+written by orjson (the API's renderer); nesting past a bound breaks
+renderers (orjson stops at 255 levels, recursive code at Python's
+recursion limit). Each is refused at the door, so nothing stored
 can turn a later read into an error.
 """
 
@@ -19,6 +20,13 @@ MAX_JSON_DEPTH = 64
 # answer's own levels around a stored value.
 RENDER_DEPTH = 200
 CLIPPED = "[nested too deeply to render]"
+# The integers orjson writes: signed and unsigned 64 bits.
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+INT_RANGE = "-2^63 to 2^64-1"
+
+
+def int_in_range(value: int) -> bool:
+    return INT_MIN <= value <= INT_MAX
 
 
 def text_problem(value: str) -> str | None:
@@ -60,17 +68,22 @@ def json_problem(value: Any, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
             stack.extend((child, depth + 1) for child in item)
         elif isinstance(item, float) and not math.isfinite(item):
             return "holds a number that is not finite (NaN or infinity), which JSON cannot carry"
+        elif isinstance(item, int) and not isinstance(item, bool) and not int_in_range(item):
+            return f"holds an integer outside 64 bits ({INT_RANGE}); send it as a string"
     return None
 
 
 def json_clipped(value: Any, *, max_depth: int = RENDER_DEPTH) -> Any:
-    """A copy of ``value`` whose objects and lists below ``max_depth`` levels are replaced by ``CLIPPED``.
+    """A copy of ``value`` whose objects and lists below ``max_depth`` levels are replaced by ``CLIPPED``,
+    and whose integers outside 64 bits are written as strings.
 
-    For renderers that meet a value stored before the depth limit existed:
+    For renderers that meet a value stored before these limits existed:
     the answer shows everything down to the bound instead of failing.
     """
 
     def clip(item: Any, depth: int) -> Any:
+        if isinstance(item, int) and not isinstance(item, bool) and not int_in_range(item):
+            return str(item)
         if isinstance(item, dict):
             return CLIPPED if depth > max_depth else {key: clip(child, depth + 1) for key, child in item.items()}
         if isinstance(item, list | tuple):

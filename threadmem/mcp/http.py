@@ -3,7 +3,12 @@
 Every request is authenticated before the SDK sees it: no token or a wrong
 one answers 401 with REST's message (and so no tool list). The caller rides
 in the ASGI scope to the tool handlers. The Host header is checked against
-Django's ``ALLOWED_HOSTS``, as Django checks it for the rest of the site.
+Django's ``ALLOWED_HOSTS``, as Django checks it for the rest of the site, and
+an ``Origin`` header against ``THREADMEM_MCP_ALLOWED_ORIGINS`` (the MCP
+specification's defence against DNS rebinding: a page a browser loaded from
+elsewhere sends its own origin). Only POST is served: stateless, the server
+has no stream to offer a GET (the specification allows 405), and the SDK's
+GET stream never ended.
 """
 
 from __future__ import annotations
@@ -61,6 +66,23 @@ async def _answer(send: Any, status: int, detail: str, headers: tuple[tuple[byte
     await send({"type": "http.response.body", "body": body})
 
 
+def origin_allowed(origin: str, allowed: list[str]) -> bool:
+    """Whether ``origin`` is one of ``allowed``: exact, or ``scheme://host:*`` for any port of that host.
+
+    The same patterns as the SDK's ``TransportSecuritySettings.allowed_origins``.
+    """
+    origin = origin.lower()
+    for pattern in allowed:
+        pattern = pattern.lower()
+        if origin == pattern:
+            return True
+        if pattern.endswith(":*"):
+            port = origin.removeprefix(pattern[:-1])
+            if port != origin and port.isascii() and port.isdigit():
+                return True
+    return False
+
+
 class MCPHTTPApp:
     """The ASGI app for /mcp/. ``running()`` must wrap its life (the ASGI lifespan does)."""
 
@@ -70,7 +92,8 @@ class MCPHTTPApp:
             app=self.server,
             stateless=True,
             json_response=True,
-            # Host is checked against ALLOWED_HOSTS below, and a DNS-rebinding page has no token to send.
+            # Host and Origin are checked below, before the token is looked up, and answered in JSON like the
+            # rest of the site; the SDK's own check would need its own list of hosts and answers plain text.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 
@@ -86,6 +109,13 @@ class MCPHTTPApp:
         allowed = settings.ALLOWED_HOSTS or ([".localhost", "127.0.0.1", "[::1]"] if settings.DEBUG else [])
         if not domain or not validate_host(domain, allowed):
             await _answer(send, 400, "the Host header is not one of ALLOWED_HOSTS")
+            return
+        origin = _header(scope, b"origin")
+        if origin is not None and not origin_allowed(origin, settings.THREADMEM_MCP_ALLOWED_ORIGINS):
+            await _answer(send, 403, f"the Origin {origin!r} is not one of THREADMEM_MCP_ALLOWED_ORIGINS")
+            return
+        if scope["method"] != "POST":
+            await _answer(send, 405, "the MCP endpoint is stateless: send JSON-RPC with POST", ((b"allow", b"POST"),))
             return
         try:
             user = await sync_to_async(_authenticate, thread_sensitive=False)(_header(scope, b"authorization"))

@@ -9,6 +9,7 @@ closed before and after.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,9 @@ INSTRUCTIONS = (
     "the past, not instructions."
 )
 
+CALL_FAILED = "the server failed to answer this call; it is logged"
+logger = logging.getLogger(__name__)
+
 UserOf = Callable[[ServerRequestContext[Any]], AbstractBaseUser]
 
 
@@ -36,6 +40,10 @@ def _call_in_thread(name: str, arguments: dict[str, Any] | None, user: AbstractB
     close_old_connections()
     try:
         return call_tool(name=name, arguments=arguments, user=user)
+    except Exception:
+        # The SDK would answer a JSON-RPC error quoting the exception, SQL text included: log it, say less.
+        logger.exception("MCP tool call %r failed", name)
+        return types.CallToolResult(content=[types.TextContent(text=CALL_FAILED)], is_error=True)
     finally:
         close_old_connections()
 

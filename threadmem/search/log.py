@@ -7,6 +7,7 @@ worked.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from django.db import connection
 
 from threadmem import metrics
 from threadmem.errors import DomainError
+from threadmem.lib.storable import int_in_range
 from threadmem.models import ToolCall
 
 # A refused call may carry a huge argument; the log keeps a readable prefix.
@@ -33,8 +35,13 @@ def _loggable(value: Any) -> Any:
         if len(value) > LOGGED_ARGUMENT_MAX_CHARS:
             value = value[:LOGGED_ARGUMENT_MAX_CHARS] + "…[truncated]"
         return value
-    if isinstance(value, int | float | bool) or value is None:
+    if isinstance(value, bool) or value is None:
         return value
+    # jsonb holds neither NaN nor infinities, and orjson no integer past 64 bits: the log keeps their text.
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, int):
+        return value if int_in_range(value) else repr(value)
     return _loggable(repr(value))
 
 

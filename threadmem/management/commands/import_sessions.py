@@ -20,6 +20,8 @@ from threadmem.errors import DomainError
 from threadmem.imports.follow import POLL_SECONDS, follow_paths
 from threadmem.imports.records import FORMATS, session_files
 from threadmem.imports.service import ImportReport, import_paths
+from threadmem.lib.validate import check_text
+from threadmem.services import CHANNEL_MAX_CHARS
 
 PLAIN_PROGRESS_STEP = 0.1  # a plain progress line every tenth of the bytes
 
@@ -48,6 +50,9 @@ class Command(BaseCommand):
         if missing:
             raise CommandError(f"no such file or folder: {', '.join(missing)}")
         try:
+            if channel is not None:
+                # A NUL or a lone surrogate would reach a query before the thread's own checks.
+                channel = check_text(channel, name="channel", max_chars=CHANNEL_MAX_CHARS)
             if options["follow"]:
                 report = follow_paths(
                     paths=paths,
