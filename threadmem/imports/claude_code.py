@@ -49,6 +49,7 @@ class ClaudeCodeParser:
         self.session_id = ""
         self.slug = ""
         self.first_user_text: str | None = None
+        self.cwd = ""
         self._open_id = ""
         self._open_line = 0
         self._text: list[str] = []
@@ -68,6 +69,7 @@ class ClaudeCodeParser:
             return []
         self.session_id = self.session_id or str(record.get("sessionId") or "")
         self.slug = self.slug or str(record.get("slug") or "")
+        self.cwd = self.cwd or str(record.get("cwd") or "")
         if kind == "assistant":
             return self._assistant(line, record)
         if kind == "user":
@@ -75,6 +77,11 @@ class ClaudeCodeParser:
         if kind == "system":
             return self._close() + self._system(line, record)
         return [Problem(line.number, f"unknown record type {kind!r}")]
+
+    @property
+    def open_line(self) -> int:
+        """The line of the API message still open (its first record), 0 if none: a capture resumes there."""
+        return self._open_line if self._open_id else 0
 
     def flush(self) -> list[Item]:
         """Everything held so far; the open API message stays open (see the class docstring)."""

@@ -12,6 +12,7 @@ import orjson
 
 from threadmem.services import MessageIn
 
+CODEX = "codex"
 FORMATS = ("claude-code", "openai")
 
 
@@ -111,6 +112,26 @@ def load_record(line: Line) -> dict[str, Any] | Problem | None:
     if not isinstance(record, dict):
         return Problem(line.number, f"not a JSON object but {type(record).__name__}")
     return record
+
+
+def detect_format(path: Path) -> str:
+    """The format of a session file, from its first record: a Codex rollout's lines are ``{type, payload}``
+    envelopes (the first a ``session_meta``), an OpenAI chat line holds ``messages``; else Claude Code."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                break
+            if isinstance(record, dict):
+                if record.get("type") == "session_meta" or ("payload" in record and "timestamp" in record):
+                    return CODEX
+                if "messages" in record:
+                    return "openai"
+            break
+    return "claude-code"
 
 
 def session_files(path: Path, *, fmt: str) -> list[Path]:

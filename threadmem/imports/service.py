@@ -82,6 +82,7 @@ def thread_for_import(
     session_id: str = "",
     title: str = "",
     fork_from: Message | None = None,
+    cwd: str = "",
 ) -> Thread:
     """The owner's thread on ``channel``, created if new; another owner's channel is NotFound, never appended to."""
     thread = Thread.objects.filter(channel=channel).first()
@@ -92,12 +93,13 @@ def thread_for_import(
         except Conflict:  # created meanwhile: check whose it is
             thread = Thread.objects.get(channel=channel)
         else:
-            thread.source_format, thread.source_path, thread.source_session_id = (
+            thread.source_format, thread.source_path, thread.source_session_id, thread.source_cwd = (
                 source_format,
                 source_path[:1000],
                 session_id[:255],
+                cwd[:1000],
             )
-            thread.save(update_fields=["source_format", "source_path", "source_session_id"])
+            thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
             return thread
     if thread.owner_id != owner.pk:
         raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
@@ -155,7 +157,7 @@ class ThreadWriter:
                 self.report.messages_new += 1
                 continue
             self.report.messages_known += 1
-            if row.content != message_in.content or row.tool_calls != message_in.tool_calls:
+            if _grown(row.content, row.tool_calls, message_in):
                 message_grow_imported(thread=thread, message_id=row.id, message=message_in)
                 self.report.messages_grown += 1
 
@@ -164,6 +166,17 @@ class ThreadWriter:
         self.flush()
         if self.thread is not None:
             hooks_due[self.thread.pk] = self.thread
+
+
+def _grown(content: str, tool_calls: list, message: services.MessageIn) -> bool:
+    """The stored message is a beginning of ``message``: a streamed message only gains blocks.
+
+    A shorter version (a file cut back, then imported again) never shrinks what is stored.
+    """
+    if content == message.content and tool_calls == message.tool_calls:
+        return False
+    calls = message.tool_calls or []
+    return message.content.startswith(content) and calls[: len(tool_calls or [])] == (tool_calls or [])
 
 
 class FileImport:
@@ -188,9 +201,19 @@ class FileImport:
         self.on_problem = on_problem
         self.offset = 0
         self.line_number = 0
+        # Where a later, separate run must start again (a capture): the end of the last line consumed, or the
+        # first line of an API message still open, so that its records are all read again and it grows whole.
+        self.resume_offset = 0
+        self.resume_line = 0
+        self.last_source_id = ""
         self.parser = claude_code.ClaudeCodeParser()
         self.writer = ThreadWriter(report=report, thread_factory=self._claude_thread, origin=CLAUDE_CODE)
         report.files += 1
+
+    def start_at(self, *, offset: int, line_number: int) -> None:
+        """Read from ``offset`` (a line start) on, as a capture does after an earlier one."""
+        self.offset = self.resume_offset = offset
+        self.line_number = self.resume_line = line_number
 
     def step(self, *, final: bool, progress: Callable[[int], None] | None = None) -> int:
         """Import the complete lines written since the last step; answer the bytes consumed.
@@ -210,11 +233,13 @@ class FileImport:
                 with transaction.atomic():
                     for line in lines:
                         self.report.lines += 1
+                        before = (self.offset, self.line_number)
                         if self.fmt == CLAUDE_CODE:
                             self._take(self.parser.feed(line), self.writer)
                         else:
                             self._conversation(line, hooks_due)
                         self.offset, self.line_number = line.end_offset, line.number
+                        self._resume_after(line, before)
                         if progress is not None and line.number % 256 == 0:
                             progress(self.offset - reported)
                             reported = self.offset
@@ -234,6 +259,13 @@ class FileImport:
         self.report.bytes += self.offset - start
         return self.offset - start
 
+    def _resume_after(self, line: Line, before: tuple[int, int]) -> None:
+        opened = self.parser.open_line if self.fmt == CLAUDE_CODE else 0
+        if not opened:
+            self.resume_offset, self.resume_line = line.end_offset, line.number
+        elif opened == line.number:
+            self.resume_offset, self.resume_line = before
+
     def _take(self, items: list[Item], writer: ThreadWriter) -> None:
         for item in items:
             if isinstance(item, Problem):
@@ -242,6 +274,7 @@ class FileImport:
                     self.on_problem(text)
             else:
                 writer.add(item)
+                self.last_source_id = (item.event if isinstance(item, Boundary) else item.message).source_id
 
     def _conversation(self, line: Line, hooks_due: dict[int, Thread]) -> None:
         items = openai_chat.conversation_items(line)
@@ -276,6 +309,7 @@ class FileImport:
                 source_path=self.source_path,
                 session_id=session_id,
                 title=title,
+                cwd=self.parser.cwd,
             )
         agent = self.path.stem  # agent-<agentId>
         parent_session = self.path.parent.parent.name
@@ -290,6 +324,7 @@ class FileImport:
             session_id=session_id,
             title=f"{title} · {agent}",
             fork_from=fork,
+            cwd=self.parser.cwd,
         )
 
 
