@@ -13,12 +13,16 @@ what is new (source ids).
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from threadmem.errors import Conflict, InvalidInput
 from threadmem.imports.records import FORMATS, detect_format, is_subagent_file
 from threadmem.imports.service import FileImport, ImportReport
 from threadmem.models import CaptureCursor
@@ -73,34 +77,111 @@ def capture_files(
 
 
 def capture_file(
-    *, owner: AbstractBaseUser, path: Path, key: str, result: CaptureReport, fmt: str | None = None
+    *,
+    owner: AbstractBaseUser,
+    path: Path,
+    key: str,
+    result: CaptureReport,
+    fmt: str | None = None,
+    source_path: str | None = None,
 ) -> CaptureCursor:
     """Import what ``path`` gained since its cursor, under the cursor's row lock (two hooks at once take turns)."""
     with transaction.atomic():
-        cursor = _cursor_locked(owner=owner, key=key, path=path, fmt=fmt)
+        cursor = _cursor_locked(owner=owner, key=key)
         size = path.stat().st_size
         if cursor.offset and (size < cursor.offset or tail_sha1(path, cursor.offset) != cursor.tail_sha1):
-            result.rewritten.append(key)
+            result.rewritten.append(source_path or key)
             cursor.offset = cursor.line_number = 0
         if size == cursor.offset:
             return cursor
+        if not cursor.format:
+            cursor.format = fmt or detect_format(path)
+            cursor.format = cursor.format if cursor.format in FORMATS else FORMATS[0]
         result.files_read += 1
-        reader = FileImport(path=path, fmt=cursor.format, owner=owner, report=result.report, source_path=key)
+        reader = FileImport(
+            path=path, fmt=cursor.format, owner=owner, report=result.report, source_path=source_path or key
+        )
         reader.start_at(offset=cursor.offset, line_number=cursor.line_number)
         reader.step(final=False)
         cursor.offset, cursor.line_number = reader.resume_offset, reader.resume_line
         cursor.tail_sha1 = tail_sha1(path, cursor.offset)
         cursor.last_source_id = (reader.last_source_id or cursor.last_source_id)[:255]
-        cursor.save(update_fields=["offset", "line_number", "tail_sha1", "last_source_id", "updated_at"])
+        cursor.save(update_fields=["format", "offset", "line_number", "tail_sha1", "last_source_id", "updated_at"])
     return cursor
 
 
-def _cursor_locked(*, owner: AbstractBaseUser, key: str, path: Path, fmt: str | None) -> CaptureCursor:
+def _cursor_locked(*, owner: AbstractBaseUser, key: str) -> CaptureCursor:
     found = CaptureCursor.objects.select_for_update().filter(owner=owner, path=key).first()
     if found is not None:
         return found
-    chosen = fmt or detect_format(path)
-    if chosen not in FORMATS:
-        chosen = FORMATS[0]
-    create_unless_conflicting(CaptureCursor, owner=owner, path=key, format=chosen)
+    create_unless_conflicting(CaptureCursor, owner=owner, path=key, format="")
     return CaptureCursor.objects.select_for_update().get(owner=owner, path=key)
+
+
+# --- remote captures: the new bytes of a file on another host --------------------------------------------------
+
+SAFE_PART = re.compile(r"[A-Za-z0-9._-]{1,200}")
+
+
+class OffsetMismatch(Conflict):
+    """The bytes sent do not start where the server's copy of the file ends: send again from ``server_offset``."""
+
+    def __init__(self, server_offset: int) -> None:
+        super().__init__(
+            f"these bytes start at another offset than the server's copy ends ({server_offset}): "
+            "send the file's bytes from that offset (or all of it from offset 0)",
+            field="offset",
+        )
+        self.server_offset = server_offset
+
+
+@dataclass
+class RemoteCapture:
+    offset: int  # where the server's copy now ends: the next bytes start there
+    result: CaptureReport
+
+
+def remote_copy(*, owner: AbstractBaseUser, name: str) -> Path:
+    """Where the server keeps its copy of the client's file ``name`` (a Claude Code or Codex session path).
+
+    A subagent's file keeps its place beside its session's copy
+    (``<sessionId>/subagents/agent-*.jsonl``), so it forks from the session.
+    """
+    parts = [p for p in name.replace("\\", "/").split("/") if p]
+    if not parts:
+        raise InvalidInput("name the session file (its path on the client)", field="name")
+    keep = 3 if is_subagent_file(Path(*parts)) and len(parts) >= 3 else 1
+    tail, folder = parts[-keep:], "/".join(parts[:-keep])
+    if not all(SAFE_PART.fullmatch(p) and not p.startswith(".") for p in tail) or not tail[-1].endswith(".jsonl"):
+        raise InvalidInput(
+            f"{name!r} is not a session file name (letters, digits, '.', '_', '-'; .jsonl)", field="name"
+        )
+    digest = hashlib.sha1(folder.encode("utf-8", "replace"), usedforsecurity=False).hexdigest()[:16]
+    return Path(settings.THREADMEM_IMPORT_DIR) / "captures" / str(owner.pk) / digest / Path(*tail)
+
+
+def capture_append(
+    *, owner: AbstractBaseUser, name: str, offset: int, chunks: Iterable[bytes], fmt: str | None = None
+) -> RemoteCapture:
+    """Append the bytes to the server's copy of ``name`` at ``offset``, then capture what the copy gained.
+
+    ``offset`` must be where the copy ends (else OffsetMismatch, nothing
+    written), or 0: the whole file again, which replaces the copy (a file
+    rewritten on the client) and imports only what is new.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+    copy = remote_copy(owner=owner, name=name)
+    key = str(copy)
+    result = CaptureReport()
+    with transaction.atomic():
+        _cursor_locked(owner=owner, key=key)  # one capture of a file at a time, from the offset check on
+        size = copy.stat().st_size if copy.exists() else 0
+        if offset not in (0, size):
+            raise OffsetMismatch(size)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        with copy.open("wb" if offset == 0 else "ab") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+        capture_file(owner=owner, path=copy, key=key, result=result, fmt=fmt, source_path=name)
+        return RemoteCapture(offset=copy.stat().st_size, result=result)

@@ -85,7 +85,10 @@ class ClaudeCodeParser:
 
     def flush(self) -> list[Item]:
         """Everything held so far; the open API message stays open (see the class docstring)."""
-        items = self._message_items()
+        return self._held(closing=False)
+
+    def _held(self, *, closing: bool) -> list[Item]:
+        items = self._message_items(closing=closing)
         items += self._results
         self._results = []
         return items
@@ -116,7 +119,7 @@ class ClaudeCodeParser:
                 items.append(Problem(line.number, f"unknown assistant block {kind!r}"))
         return items
 
-    def _message_items(self) -> list[Item]:
+    def _message_items(self, *, closing: bool) -> list[Item]:
         if not self._open_id:
             return []
         session = self._open_session
@@ -124,13 +127,16 @@ class ClaudeCodeParser:
         if self._thinking:
             data = {"role": "assistant", "content": "\n\n".join(self._thinking), "model_visible": False}
             items.append(self._parsed(data, self._open_line, f"{self._open_id}{THINKING_SUFFIX}", session))
-        if self._text or self._calls:
+        # Claude Code may write a blank text block before the thinking: an open message with nothing else yet
+        # waits, so that its thinking is stored before it (as when the whole file is read).
+        blank = not self._calls and not "".join(self._text).strip()
+        if (self._text or self._calls) and (closing or not blank):
             data = {"role": "assistant", "content": "\n\n".join(self._text), "tool_calls": self._calls}
             items.append(self._parsed(data, self._open_line, self._open_id, session))
         return items
 
     def _close(self) -> list[Item]:
-        items = self.flush()
+        items = self._held(closing=True)
         self._open_id = ""
         self._text, self._thinking, self._calls = [], [], []
         return items
