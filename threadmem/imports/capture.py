@@ -96,7 +96,8 @@ def capture_file(
             return cursor
         if not cursor.format:
             cursor.format = fmt or detect_format(path)
-            cursor.format = cursor.format if cursor.format in FORMATS else FORMATS[0]
+            if not cursor.format:
+                return cursor  # the first record, which names the format, is still being written
         result.files_read += 1
         reader = FileImport(
             path=path, fmt=cursor.format, owner=owner, report=result.report, source_path=source_path or key

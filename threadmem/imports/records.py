@@ -13,7 +13,7 @@ import orjson
 from threadmem.services import MessageIn
 
 CODEX = "codex"
-FORMATS = ("claude-code", "openai")
+FORMATS = ("claude-code", "openai", CODEX)
 
 
 @dataclass
@@ -115,26 +115,32 @@ def load_record(line: Line) -> dict[str, Any] | Problem | None:
 
 
 def detect_format(path: Path) -> str:
-    """The format of a session file, from its first record: a Codex rollout's lines are ``{type, payload}``
-    envelopes (the first a ``session_meta``), an OpenAI chat line holds ``messages``; else Claude Code."""
+    """A session file's format, from its first record; "" while that record is not complete (a live file).
+
+    A Codex rollout's lines are ``{timestamp, type, payload}`` envelopes (the
+    first a ``session_meta``); an OpenAI chat line holds ``messages``; any
+    other record is Claude Code's.
+    """
     with path.open("rb") as handle:
         for raw in handle:
             if not raw.strip():
                 continue
+            if not raw.endswith(b"\n") and not _is_json(raw):
+                return ""
             try:
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                break
+                return "claude-code"  # reported as a bad line by its parser
             if isinstance(record, dict):
                 if record.get("type") == "session_meta" or ("payload" in record and "timestamp" in record):
                     return CODEX
                 if "messages" in record:
                     return "openai"
-            break
-    return "claude-code"
+            return "claude-code"
+    return ""
 
 
-def session_files(path: Path, *, fmt: str) -> list[Path]:
+def session_files(path: Path, *, fmt: str | None) -> list[Path]:
     """A file as itself; a folder's .jsonl files (a Claude Code project, or ``~/.claude/projects``).
 
     Main sessions come before subagent files, so a subagent finds the
@@ -143,7 +149,7 @@ def session_files(path: Path, *, fmt: str) -> list[Path]:
     if path.is_file():
         return [path]
     files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-    if fmt == "claude-code":
+    if fmt != "openai":
         files.sort(key=lambda p: (is_subagent_file(p), str(p)))
     return files
 

@@ -18,13 +18,14 @@ from django.db import connection, transaction
 
 from threadmem import services
 from threadmem.errors import Conflict, InvalidInput, NotFound
-from threadmem.imports import claude_code, openai_chat
+from threadmem.imports import claude_code, codex, openai_chat
 from threadmem.imports.generations import (
     generation_close_imported,
     generation_summary_imported,
     message_grow_imported,
 )
 from threadmem.imports.records import (
+    CODEX,
     FORMATS,
     Boundary,
     Item,
@@ -32,6 +33,7 @@ from threadmem.imports.records import (
     Msg,
     Problem,
     Summary,
+    detect_format,
     is_subagent_file,
     read_complete_lines,
     session_files,
@@ -47,6 +49,8 @@ MAX_REPORTED_PROBLEMS = 100
 TASK_TOOL_NAMES = ("Task", "Agent")
 CLAUDE_CODE = "claude-code"
 OPENAI = "openai"
+# Formats of one session a file, read by a parser that keeps state across lines (the others: a conversation a line).
+SESSION_FORMATS = (CLAUDE_CODE, CODEX)
 
 
 @dataclass
@@ -206,14 +210,23 @@ class FileImport:
         self.resume_offset = 0
         self.resume_line = 0
         self.last_source_id = ""
-        self.parser = claude_code.ClaudeCodeParser()
-        self.writer = ThreadWriter(report=report, thread_factory=self._claude_thread, origin=CLAUDE_CODE)
+        self.parser: claude_code.ClaudeCodeParser | codex.CodexParser = (
+            codex.CodexParser(path) if fmt == CODEX else claude_code.ClaudeCodeParser()
+        )
+        factory = self._codex_thread if fmt == CODEX else self._claude_thread
+        self.writer = ThreadWriter(report=report, thread_factory=factory, origin=fmt)
         report.files += 1
 
     def start_at(self, *, offset: int, line_number: int) -> None:
         """Read from ``offset`` (a line start) on, as a capture does after an earlier one."""
         self.offset = self.resume_offset = offset
         self.line_number = self.resume_line = line_number
+        if offset and isinstance(self.parser, codex.CodexParser):
+            # Only a rollout's first record names its session: read it again.
+            with self.path.open("rb") as handle:
+                first = next(read_complete_lines(handle, offset=0, line_number=0, final=True), None)
+            if first is not None:
+                self.parser.prime(first)
 
     def step(self, *, final: bool, progress: Callable[[int], None] | None = None) -> int:
         """Import the complete lines written since the last step; answer the bytes consumed.
@@ -234,7 +247,7 @@ class FileImport:
                     for line in lines:
                         self.report.lines += 1
                         before = (self.offset, self.line_number)
-                        if self.fmt == CLAUDE_CODE:
+                        if self.fmt in SESSION_FORMATS:
                             self._take(self.parser.feed(line), self.writer)
                         else:
                             self._conversation(line, hooks_due)
@@ -246,7 +259,7 @@ class FileImport:
                         if self.offset - window >= COMMIT_BYTES:
                             more = True
                             break
-                    if self.fmt == CLAUDE_CODE:
+                    if self.fmt in SESSION_FORMATS:
                         if not more:
                             self._take(self.parser.flush(), self.writer)
                         self.writer.finish(hooks_due)
@@ -260,7 +273,7 @@ class FileImport:
         return self.offset - start
 
     def _resume_after(self, line: Line, before: tuple[int, int]) -> None:
-        opened = self.parser.open_line if self.fmt == CLAUDE_CODE else 0
+        opened = self.parser.open_line if self.fmt in SESSION_FORMATS else 0
         if not opened:
             self.resume_offset, self.resume_line = line.end_offset, line.number
         elif opened == line.number:
@@ -295,7 +308,21 @@ class FileImport:
         self._take(items, writer)
         writer.finish(hooks_due)
 
-    # --- Claude Code threads -------------------------------------------------
+    # --- session threads -----------------------------------------------------
+
+    def _codex_thread(self) -> Thread:
+        parser = self.parser
+        session_id = parser.session_id or getattr(parser, "fallback_session_id", "") or self.path.stem
+        prompt = " ".join((parser.first_user_text or "").split())[:80]
+        return thread_for_import(
+            owner=self.owner,
+            channel=self.channel or f"{codex.CHANNEL_PREFIX}:{session_id}",
+            source_format=CODEX,
+            source_path=self.source_path,
+            session_id=session_id,
+            title=prompt or f"Codex session {session_id[:8]}",
+            cwd=parser.cwd,
+        )
 
     def _claude_thread(self) -> Thread:
         session_id = self.parser.session_id or self.path.stem
@@ -356,22 +383,25 @@ def subagent_fork_point(*, parent: Thread, prompt: str | None, agent: str) -> Me
 def import_paths(
     *,
     paths: list[Path],
-    fmt: str,
+    fmt: str | None,
     owner: AbstractBaseUser,
     channel: str | None = None,
     source_path: str | None = None,
     on_problem: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing)."""
+    """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing).
+
+    Without ``fmt``, each file's format is read from its first record (``records.detect_format``).
+    """
     report = ImportReport()
     files = [f for p in paths for f in session_files(p, fmt=fmt)]
-    if channel and fmt == CLAUDE_CODE and sum(1 for f in files if not is_subagent_file(f)) > 1:
+    if channel and fmt != OPENAI and sum(1 for f in files if not is_subagent_file(f)) > 1:
         raise InvalidInput("--channel names one thread: give it with one session file only", field="channel")
     for path in files:
         FileImport(
             path=path,
-            fmt=fmt,
+            fmt=fmt or detect_format(path) or CLAUDE_CODE,
             owner=owner,
             report=report,
             channel=channel,
