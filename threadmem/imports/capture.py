@@ -84,10 +84,14 @@ def capture_file(
     result: CaptureReport,
     fmt: str | None = None,
     source_path: str | None = None,
+    locked: CaptureCursor | None = None,
 ) -> CaptureCursor:
-    """Import what ``path`` gained since its cursor, under the cursor's row lock (two hooks at once take turns)."""
+    """Import what ``path`` gained since its cursor, under the cursor's row lock (two hooks at once take turns).
+
+    ``locked``: the cursor, already locked by the caller's transaction.
+    """
     with transaction.atomic():
-        cursor = _cursor_locked(owner=owner, key=key)
+        cursor = locked or _cursor_locked(owner=owner, key=key)
         size = path.stat().st_size
         if cursor.offset and (size < cursor.offset or tail_sha1(path, cursor.offset) != cursor.tail_sha1):
             result.rewritten.append(source_path or key)
@@ -176,7 +180,7 @@ def capture_append(
     key = str(copy)
     result = CaptureReport()
     with transaction.atomic():
-        _cursor_locked(owner=owner, key=key)  # one capture of a file at a time, from the offset check on
+        cursor = _cursor_locked(owner=owner, key=key)  # one capture of a file at a time, from the offset check on
         size = copy.stat().st_size if copy.exists() else 0
         if offset not in (0, size):
             raise OffsetMismatch(size)
@@ -184,5 +188,5 @@ def capture_append(
         with copy.open("wb" if offset == 0 else "ab") as handle:
             for chunk in chunks:
                 handle.write(chunk)
-        capture_file(owner=owner, path=copy, key=key, result=result, fmt=fmt, source_path=name)
+        capture_file(owner=owner, path=copy, key=key, result=result, fmt=fmt, source_path=name, locked=cursor)
         return RemoteCapture(offset=copy.stat().st_size, result=result)

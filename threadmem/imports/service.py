@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
 from threadmem import services
-from threadmem.errors import Conflict, InvalidInput, NotFound
+from threadmem.errors import InvalidInput
 from threadmem.imports import claude_code, codex, openai_chat
 from threadmem.imports.generations import (
     generation_close_imported,
@@ -38,7 +38,8 @@ from threadmem.imports.records import (
     read_complete_lines,
     session_files,
 )
-from threadmem.models import Generation, Message, Thread, ToolArgument
+from threadmem.imports.threads import subagent_fork_point, thread_for_import
+from threadmem.models import Thread
 
 BATCH_SIZE = 500
 # A transaction per this much of a file (FileImport.step).
@@ -46,7 +47,6 @@ COMMIT_BYTES = 8 * 1024 * 1024
 # The tables a bulk import fills, analyzed once per run (``statistics_refresh``).
 ANALYZED_TABLES = ("threadmem_message", "threadmem_toolargument")
 MAX_REPORTED_PROBLEMS = 100
-TASK_TOOL_NAMES = ("Task", "Agent")
 CLAUDE_CODE = "claude-code"
 OPENAI = "openai"
 # Formats of one session a file, read by a parser that keeps state across lines (the others: a conversation a line).
@@ -75,39 +75,6 @@ class ImportReport:
     def channel(self, channel: str) -> None:
         if channel not in self.channels:
             self.channels.append(channel)
-
-
-def thread_for_import(
-    *,
-    owner: AbstractBaseUser,
-    channel: str,
-    source_format: str,
-    source_path: str,
-    session_id: str = "",
-    title: str = "",
-    fork_from: Message | None = None,
-    cwd: str = "",
-) -> Thread:
-    """The owner's thread on ``channel``, created if new; another owner's channel is NotFound, never appended to."""
-    thread = Thread.objects.filter(channel=channel).first()
-    if thread is None:
-        try:
-            # Inside the import's transaction (FileImport.step): the source fields commit with the thread.
-            thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
-        except Conflict:  # created meanwhile: check whose it is
-            thread = Thread.objects.get(channel=channel)
-        else:
-            thread.source_format, thread.source_path, thread.source_session_id, thread.source_cwd = (
-                source_format,
-                source_path[:1000],
-                session_id[:255],
-                cwd[:1000],
-            )
-            thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
-            return thread
-    if thread.owner_id != owner.pk:
-        raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
-    return thread
 
 
 class ThreadWriter:
@@ -353,31 +320,6 @@ class FileImport:
             fork_from=fork,
             cwd=self.parser.cwd,
         )
-
-
-def subagent_fork_point(*, parent: Thread, prompt: str | None, agent: str) -> Message | None:
-    """The parent's assistant message whose Task call started the subagent (its prompt is the subagent's first).
-
-    Claude Code's own compaction agent (``agent-acompact-*``) has no Task
-    call: it forks at the last message of the generation it summarized.
-    """
-    if prompt:
-        message_id = (
-            ToolArgument.objects.filter(thread=parent, tool_name__in=TASK_TOOL_NAMES, path="prompt", value=prompt)
-            .order_by("message_id")
-            .values_list("message_id", flat=True)
-            .first()
-        )
-        if message_id is not None:
-            return Message.objects.get(pk=message_id)
-    if agent.startswith("agent-acompact"):
-        closed = Generation.objects.filter(thread=parent, state=Generation.State.CLOSED).order_by("-number").first()
-        if closed is not None:
-            last = Message.objects.filter(thread=parent, generation=closed.number).exclude(
-                kind=Message.Kind.MACHINE_EVENT
-            )
-            return last.order_by("-seq").first()
-    return None
 
 
 def import_paths(
