@@ -87,7 +87,7 @@ def main() -> None:
     from rest_framework.authtoken.models import Token
     from rest_framework.test import APIClient
 
-    from threadmem.models import CaptureCursor, Thread
+    from threadmem.models import CaptureCursor, Message, Thread
 
     drop_threads = importlib.import_module("import").drop_threads  # bench/import.py
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
@@ -121,6 +121,7 @@ def main() -> None:
             )
             ms: list[float] = []
             cursor = head
+            stored = Message.objects.filter(thread__owner=user).count()
             for count in per_run[: args.runs]:
                 new = b"".join(lines[cursor : cursor + count])
                 cursor += count
@@ -136,7 +137,9 @@ def main() -> None:
                         raise SystemExit(f"capture failed: {response.status_code} {response.content[:300]!r}")
                     offset = response.json()["offset"]
                 ms.append((time.perf_counter() - started) * 1000)
+            new = Message.objects.filter(thread__owner=user).count() - stored
             print("  " + summary(side, ms, COMMAND_TARGET_MS if side == "command" else API_TARGET_MS))
+            print(f"  ({new} new messages stored by the {args.runs} captures)")
             if side == "command" and args.processes:
                 walls = []
                 env = {**os.environ, "DATABASE_URL": url}
