@@ -1,6 +1,6 @@
 """Importing Claude Code sessions on PostgreSQL: throughput beside the API's append path, and peak memory.
 
-    .venv/bin/python bench/import.py [--runs 3] [--sizes 50,150,500] [--skip-memory]
+    .venv/bin/python bench/import.py [--runs 3] [--sizes 50,150,500] [--skip-memory] [--skip-codex]
 
 DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_import)
 must point at PostgreSQL; the database is created if missing and migrated.
@@ -24,6 +24,10 @@ imported, run after run, beside the same messages appended through the API:
 
 Both write the same rows into the same tables, taking turns; the target is
 import ≥ 80 % of the api rate (messages/s).
+
+Codex: the same sessions written as Codex CLI rollouts (``bench/codex_sessions.py``)
+are imported beside the originals, the sides taking turns; the target is
+codex >= 80 % of the Claude Code importer's messages/s.
 
 Peak memory: synthetic sessions made by repeating the two long shared
 sessions with fresh uuids, message ids and tool ids, up to each size in MB
@@ -324,6 +328,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,150,500", help="synthetic session sizes in MB, comma-separated")
     parser.add_argument("--skip-memory", action="store_true")
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-codex", action="store_true", help="leave out Codex rollouts beside Claude Code")
     parser.add_argument("--measure-memory", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -343,6 +348,18 @@ def main() -> None:
     print(f"threadmem import · PostgreSQL {server} · database {dbname}")
     if not args.skip_throughput:
         throughput(args.runs, args.repeat)
+    if not args.skip_codex:
+        from codex_sessions import codex_throughput
+
+        with tempfile.TemporaryDirectory(prefix="threadmem-bench-codex-") as folder:
+            codex_throughput(
+                claude_files=session_files(),
+                folder=Path(folder),
+                runs=args.runs,
+                repeat=args.repeat,
+                user=bench_user(),
+                cleanup=lambda: (drop_bench_threads(), vacuum_analyze()),
+            )
     if not args.skip_memory:
         memory([int(size) for size in args.sizes.split(",") if size])
 

@@ -9,11 +9,16 @@ repetition, so the importer sees new records rather than re-imports.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "claude-code"
+# THREADMEM_SESSIONS_DIR: where they are when the checkout has no ../shared beside it (a git worktree).
+DATA = Path(
+    os.environ.get("THREADMEM_SESSIONS_DIR")
+    or Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "claude-code"
+)
 LONG_SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d", "8463c716-a2ea-4c14-9efa-87158ebd9f20")
 
 

@@ -357,6 +357,8 @@ THREADMEM_MCP_ALLOWED_ORIGINS = [
 # --- Imports (threadmem/imports/) ---------------------------------------------
 # Where API uploads wait for their task: workers must see the same folder.
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
+# Where ``manage.py capture`` writes what went wrong (a hook shows one line of standard error at most).
+THREADMEM_CAPTURE_LOG = Path(env_str("THREADMEM_CAPTURE_LOG") or BASE_DIR / "var" / "capture.log")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
 THREADMEM_IMPORT_INLINE_BYTES = env_int("THREADMEM_IMPORT_INLINE_BYTES", 1024 * 1024)
 # A larger upload answers 413, and what was written of it is deleted.

@@ -17,7 +17,7 @@ from api.endpoints import errors
 from api.serializers import ReadOnlyModelSerializer
 from threadmem import selectors
 from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
-from threadmem.imports import uploads
+from threadmem.imports import capture, uploads
 from threadmem.imports.records import FORMATS
 from threadmem.models import Import
 from threadmem.services import CHANNEL_MAX_CHARS
@@ -51,7 +51,7 @@ class ImportRequest(serializers.Serializer):
     """The upload's form, for the schema (the view reads it as the parsers left it)."""
 
     file = serializers.FileField(help_text="the JSONL, one record a line")
-    format = serializers.ChoiceField(choices=list(FORMATS), required=False, help_text="claude-code (default) or openai")
+    format = serializers.ChoiceField(choices=list(FORMATS), required=False, help_text="claude-code (default), codex or openai")
     channel = serializers.CharField(
         required=False, max_length=CHANNEL_MAX_CHARS, help_text="the thread to import into (one session only)"
     )
@@ -67,10 +67,20 @@ class ImportListView(APIView):
             "conversations, one a line; `format` (`claude-code`, the default, or `openai`) and `channel` as form "
             "fields or query parameters. Small uploads import in the request (201); larger ones in a task (202): "
             "read `imports/{id}/` for the outcome. An upload that is not JSONL answers 400 and stores nothing; a "
-            "channel of another owner answers 404; an upload over THREADMEM_IMPORT_MAX_BYTES answers 413."
+            "channel of another owner answers 404; an upload over THREADMEM_IMPORT_MAX_BYTES answers 413.\n\n"
+            "**Capture** (a hook on another host): the raw body holds the new bytes of one session file, `offset` "
+            "the byte they start at and `name` the file's path on the client. They are appended to the server's "
+            "copy of the file and what it gained is imported (200, with the copy's new `offset`); a half-written "
+            "last line waits for the next bytes. 409 with the server's `offset` when the bytes do not start where "
+            "the copy ends; `offset=0` sends the whole file again (a file rewritten on the client)."
         ),
         request={"multipart/form-data": ImportRequest},
-        responses={201: ImportSerializer, 202: ImportSerializer, **errors(400, 401, 404, 413)},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            201: ImportSerializer,
+            202: ImportSerializer,
+            **errors(400, 401, 404, 409, 413),
+        },
         tags=["imports"],
     )
     def post(self, request: Request, filename: str | None = None) -> Response:
@@ -87,6 +97,8 @@ class ImportListView(APIView):
         upload = request.data.get("file")
         if upload is None or not hasattr(upload, "chunks"):
             raise InvalidInput("send the JSONL as a multipart field named 'file' (or as the raw body)", field="file")
+        if _param(request, "offset"):
+            return _capture(request, upload)
         fmt = _param(request, "format") or "claude-code"
         channel = _param(request, "channel")
         record = uploads.import_upload(
@@ -96,6 +108,36 @@ class ImportListView(APIView):
         return Response(
             ImportSerializer(record).data, status=status.HTTP_201_CREATED if done else status.HTTP_202_ACCEPTED
         )
+
+
+def _capture(request: Request, upload: Any) -> Response:
+    """New bytes of a session file on the client, from ``offset`` (the remote hook's request)."""
+    raw = _param(request, "offset")
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise InvalidInput("offset must be a whole number of bytes, 0 or more", field="offset")
+    try:
+        done = capture.capture_append(
+            owner=request.user,
+            name=_param(request, "name") or upload.name or "",
+            offset=int(raw),
+            chunks=upload.chunks(),
+            fmt=_param(request, "format") or None,
+        )
+    except capture.OffsetMismatch as exc:
+        return Response({"detail": exc.message, "offset": exc.server_offset}, status=status.HTTP_409_CONFLICT)
+    report = done.result.report
+    return Response(
+        {
+            "offset": done.offset,
+            "channels": report.channels,
+            "lines_read": report.lines,
+            "lines_skipped": report.skipped,
+            "messages_imported": report.messages_new,
+            "messages_known": report.messages_known,
+            "errors": report.problems,
+            "rewritten": bool(done.result.rewritten),
+        }
+    )
 
 
 def _param(request: Request, name: str) -> str:

@@ -49,6 +49,7 @@ class ClaudeCodeParser:
         self.session_id = ""
         self.slug = ""
         self.first_user_text: str | None = None
+        self.cwd = ""
         self._open_id = ""
         self._open_line = 0
         self._text: list[str] = []
@@ -68,6 +69,7 @@ class ClaudeCodeParser:
             return []
         self.session_id = self.session_id or str(record.get("sessionId") or "")
         self.slug = self.slug or str(record.get("slug") or "")
+        self.cwd = self.cwd or str(record.get("cwd") or "")
         if kind == "assistant":
             return self._assistant(line, record)
         if kind == "user":
@@ -76,9 +78,17 @@ class ClaudeCodeParser:
             return self._close() + self._system(line, record)
         return [Problem(line.number, f"unknown record type {kind!r}")]
 
+    @property
+    def open_line(self) -> int:
+        """The line of the API message still open (its first record), 0 if none: a capture resumes there."""
+        return self._open_line if self._open_id else 0
+
     def flush(self) -> list[Item]:
         """Everything held so far; the open API message stays open (see the class docstring)."""
-        items = self._message_items()
+        return self._held(closing=False)
+
+    def _held(self, *, closing: bool) -> list[Item]:
+        items = self._message_items(closing=closing)
         items += self._results
         self._results = []
         return items
@@ -109,7 +119,7 @@ class ClaudeCodeParser:
                 items.append(Problem(line.number, f"unknown assistant block {kind!r}"))
         return items
 
-    def _message_items(self) -> list[Item]:
+    def _message_items(self, *, closing: bool) -> list[Item]:
         if not self._open_id:
             return []
         session = self._open_session
@@ -117,13 +127,16 @@ class ClaudeCodeParser:
         if self._thinking:
             data = {"role": "assistant", "content": "\n\n".join(self._thinking), "model_visible": False}
             items.append(self._parsed(data, self._open_line, f"{self._open_id}{THINKING_SUFFIX}", session))
-        if self._text or self._calls:
+        # Claude Code may write a blank text block before the thinking: an open message with nothing else yet
+        # waits, so that its thinking is stored before it (as when the whole file is read).
+        blank = not self._calls and not "".join(self._text).strip()
+        if (self._text or self._calls) and (closing or not blank):
             data = {"role": "assistant", "content": "\n\n".join(self._text), "tool_calls": self._calls}
             items.append(self._parsed(data, self._open_line, self._open_id, session))
         return items
 
     def _close(self) -> list[Item]:
-        items = self.flush()
+        items = self._held(closing=True)
         self._open_id = ""
         self._text, self._thinking, self._calls = [], [], []
         return items

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from threadmem.imports.records import session_files
+from threadmem.imports.records import detect_format, session_files
 from threadmem.imports.service import FileImport, ImportReport, statistics_refresh
 
 POLL_SECONDS = 0.5
@@ -23,7 +23,7 @@ POLL_SECONDS = 0.5
 def follow_paths(
     *,
     paths: list[Path],
-    fmt: str,
+    fmt: str | None,
     owner: AbstractBaseUser,
     report: ImportReport,
     stop: threading.Event,
@@ -46,8 +46,16 @@ def follow_paths(
         for path in [f for p in paths if p.exists() for f in session_files(p, fmt=fmt)]:
             current = files.get(path)
             if current is None:
+                chosen = fmt or detect_format(path)
+                if not chosen:
+                    continue  # its first record names its format: wait for it
                 current = files[path] = FileImport(
-                    path=path, fmt=fmt, owner=owner, report=report, channel=channel, on_problem=on_problem
+                    path=path,
+                    fmt=chosen,
+                    owner=owner,
+                    report=report,
+                    channel=channel,
+                    on_problem=on_problem,
                 )
             elif path.stat().st_size <= current.offset:
                 continue

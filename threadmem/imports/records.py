@@ -13,7 +13,8 @@ import orjson
 
 from threadmem.services import MessageIn
 
-FORMATS = ("claude-code", "openai")
+CODEX = "codex"
+FORMATS = ("claude-code", "openai", CODEX)
 # Only a run of 19 or more digits can be an integer orjson rounds to a float.
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
@@ -122,7 +123,33 @@ def load_record(line: Line) -> dict[str, Any] | Problem | None:
     return record
 
 
-def session_files(path: Path, *, fmt: str) -> list[Path]:
+def detect_format(path: Path) -> str:
+    """A session file's format, from its first record; "" while that record is not complete (a live file).
+
+    A Codex rollout's lines are ``{timestamp, type, payload}`` envelopes (the
+    first a ``session_meta``); an OpenAI chat line holds ``messages``; any
+    other record is Claude Code's.
+    """
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            if not raw.endswith(b"\n") and not _is_json(raw):
+                return ""
+            try:
+                record = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                return "claude-code"  # reported as a bad line by its parser
+            if isinstance(record, dict):
+                if record.get("type") == "session_meta" or ("payload" in record and "timestamp" in record):
+                    return CODEX
+                if "messages" in record:
+                    return "openai"
+            return "claude-code"
+    return ""
+
+
+def session_files(path: Path, *, fmt: str | None) -> list[Path]:
     """A file as itself; a folder's .jsonl files (a Claude Code project, or ``~/.claude/projects``).
 
     Main sessions come before subagent files, so a subagent finds the
@@ -131,7 +158,7 @@ def session_files(path: Path, *, fmt: str) -> list[Path]:
     if path.is_file():
         return [path]
     files = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-    if fmt == "claude-code":
+    if fmt != "openai":
         files.sort(key=lambda p: (is_subagent_file(p), str(p)))
     return files
 

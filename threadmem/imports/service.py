@@ -17,14 +17,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
 from threadmem import services
-from threadmem.errors import Conflict, InvalidInput, NotFound
-from threadmem.imports import claude_code, openai_chat
+from threadmem.errors import InvalidInput
+from threadmem.imports import claude_code, codex, openai_chat
 from threadmem.imports.generations import (
     generation_close_imported,
     generation_summary_imported,
     message_grow_imported,
 )
 from threadmem.imports.records import (
+    CODEX,
     FORMATS,
     Boundary,
     Item,
@@ -32,11 +33,13 @@ from threadmem.imports.records import (
     Msg,
     Problem,
     Summary,
+    detect_format,
     is_subagent_file,
     read_complete_lines,
     session_files,
 )
-from threadmem.models import Generation, Message, Thread, ToolArgument
+from threadmem.imports.threads import subagent_fork_point, thread_for_import
+from threadmem.models import Thread
 
 BATCH_SIZE = 500
 # A transaction per this much of a file (FileImport.step).
@@ -44,9 +47,10 @@ COMMIT_BYTES = 8 * 1024 * 1024
 # The tables a bulk import fills, analyzed once per run (``statistics_refresh``).
 ANALYZED_TABLES = ("threadmem_message", "threadmem_toolargument")
 MAX_REPORTED_PROBLEMS = 100
-TASK_TOOL_NAMES = ("Task", "Agent")
 CLAUDE_CODE = "claude-code"
 OPENAI = "openai"
+# Formats of one session a file, read by a parser that keeps state across lines (the others: a conversation a line).
+SESSION_FORMATS = (CLAUDE_CODE, CODEX)
 
 
 @dataclass
@@ -71,37 +75,6 @@ class ImportReport:
     def channel(self, channel: str) -> None:
         if channel not in self.channels:
             self.channels.append(channel)
-
-
-def thread_for_import(
-    *,
-    owner: AbstractBaseUser,
-    channel: str,
-    source_format: str,
-    source_path: str,
-    session_id: str = "",
-    title: str = "",
-    fork_from: Message | None = None,
-) -> Thread:
-    """The owner's thread on ``channel``, created if new; another owner's channel is NotFound, never appended to."""
-    thread = Thread.objects.filter(channel=channel).first()
-    if thread is None:
-        try:
-            # Inside the import's transaction (FileImport.step): the source fields commit with the thread.
-            thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
-        except Conflict:  # created meanwhile: check whose it is
-            thread = Thread.objects.get(channel=channel)
-        else:
-            thread.source_format, thread.source_path, thread.source_session_id = (
-                source_format,
-                source_path[:1000],
-                session_id[:255],
-            )
-            thread.save(update_fields=["source_format", "source_path", "source_session_id"])
-            return thread
-    if thread.owner_id != owner.pk:
-        raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
-    return thread
 
 
 class ThreadWriter:
@@ -155,7 +128,7 @@ class ThreadWriter:
                 self.report.messages_new += 1
                 continue
             self.report.messages_known += 1
-            if row.content != message_in.content or row.tool_calls != message_in.tool_calls:
+            if _grown(row.content, row.tool_calls, message_in):
                 message_grow_imported(thread=thread, message_id=row.id, message=message_in)
                 self.report.messages_grown += 1
 
@@ -164,6 +137,17 @@ class ThreadWriter:
         self.flush()
         if self.thread is not None:
             hooks_due[self.thread.pk] = self.thread
+
+
+def _grown(content: str, tool_calls: list, message: services.MessageIn) -> bool:
+    """The stored message is a beginning of ``message``: a streamed message only gains blocks.
+
+    A shorter version (a file cut back, then imported again) never shrinks what is stored.
+    """
+    if content == message.content and tool_calls == message.tool_calls:
+        return False
+    calls = message.tool_calls or []
+    return message.content.startswith(content) and calls[: len(tool_calls or [])] == (tool_calls or [])
 
 
 class FileImport:
@@ -188,9 +172,28 @@ class FileImport:
         self.on_problem = on_problem
         self.offset = 0
         self.line_number = 0
-        self.parser = claude_code.ClaudeCodeParser()
-        self.writer = ThreadWriter(report=report, thread_factory=self._claude_thread, origin=CLAUDE_CODE)
+        # Where a later, separate run must start again (a capture): the end of the last line consumed, or the
+        # first line of an API message still open, so that its records are all read again and it grows whole.
+        self.resume_offset = 0
+        self.resume_line = 0
+        self.last_source_id = ""
+        self.parser: claude_code.ClaudeCodeParser | codex.CodexParser = (
+            codex.CodexParser(path) if fmt == CODEX else claude_code.ClaudeCodeParser()
+        )
+        factory = self._codex_thread if fmt == CODEX else self._claude_thread
+        self.writer = ThreadWriter(report=report, thread_factory=factory, origin=fmt)
         report.files += 1
+
+    def start_at(self, *, offset: int, line_number: int) -> None:
+        """Read from ``offset`` (a line start) on, as a capture does after an earlier one."""
+        self.offset = self.resume_offset = offset
+        self.line_number = self.resume_line = line_number
+        if offset and isinstance(self.parser, codex.CodexParser):
+            # Only a rollout's first record names its session: read it again.
+            with self.path.open("rb") as handle:
+                first = next(read_complete_lines(handle, offset=0, line_number=0, final=True), None)
+            if first is not None:
+                self.parser.prime(first)
 
     def step(self, *, final: bool, progress: Callable[[int], None] | None = None) -> int:
         """Import the complete lines written since the last step; answer the bytes consumed.
@@ -210,18 +213,20 @@ class FileImport:
                 with transaction.atomic():
                     for line in lines:
                         self.report.lines += 1
-                        if self.fmt == CLAUDE_CODE:
+                        before = (self.offset, self.line_number)
+                        if self.fmt in SESSION_FORMATS:
                             self._take(self.parser.feed(line), self.writer)
                         else:
                             self._conversation(line, hooks_due)
                         self.offset, self.line_number = line.end_offset, line.number
+                        self._resume_after(line, before)
                         if progress is not None and line.number % 256 == 0:
                             progress(self.offset - reported)
                             reported = self.offset
                         if self.offset - window >= COMMIT_BYTES:
                             more = True
                             break
-                    if self.fmt == CLAUDE_CODE:
+                    if self.fmt in SESSION_FORMATS:
                         if not more:
                             self._take(self.parser.flush(), self.writer)
                         self.writer.finish(hooks_due)
@@ -234,6 +239,13 @@ class FileImport:
         self.report.bytes += self.offset - start
         return self.offset - start
 
+    def _resume_after(self, line: Line, before: tuple[int, int]) -> None:
+        opened = self.parser.open_line if self.fmt in SESSION_FORMATS else 0
+        if not opened:
+            self.resume_offset, self.resume_line = line.end_offset, line.number
+        elif opened == line.number:
+            self.resume_offset, self.resume_line = before
+
     def _take(self, items: list[Item], writer: ThreadWriter) -> None:
         for item in items:
             if isinstance(item, Problem):
@@ -242,6 +254,7 @@ class FileImport:
                     self.on_problem(text)
             else:
                 writer.add(item)
+                self.last_source_id = (item.event if isinstance(item, Boundary) else item.message).source_id
 
     def _conversation(self, line: Line, hooks_due: dict[int, Thread]) -> None:
         items = openai_chat.conversation_items(line)
@@ -262,7 +275,21 @@ class FileImport:
         self._take(items, writer)
         writer.finish(hooks_due)
 
-    # --- Claude Code threads -------------------------------------------------
+    # --- session threads -----------------------------------------------------
+
+    def _codex_thread(self) -> Thread:
+        parser = self.parser
+        session_id = parser.session_id or getattr(parser, "fallback_session_id", "") or self.path.stem
+        prompt = " ".join((parser.first_user_text or "").split())[:80]
+        return thread_for_import(
+            owner=self.owner,
+            channel=self.channel or f"{codex.CHANNEL_PREFIX}:{session_id}",
+            source_format=CODEX,
+            source_path=self.source_path,
+            session_id=session_id,
+            title=prompt or f"Codex session {session_id[:8]}",
+            cwd=parser.cwd,
+        )
 
     def _claude_thread(self) -> Thread:
         session_id = self.parser.session_id or self.path.stem
@@ -276,6 +303,7 @@ class FileImport:
                 source_path=self.source_path,
                 session_id=session_id,
                 title=title,
+                cwd=self.parser.cwd,
             )
         agent = self.path.stem  # agent-<agentId>
         parent_session = self.path.parent.parent.name
@@ -290,53 +318,32 @@ class FileImport:
             session_id=session_id,
             title=f"{title} · {agent}",
             fork_from=fork,
+            cwd=self.parser.cwd,
         )
-
-
-def subagent_fork_point(*, parent: Thread, prompt: str | None, agent: str) -> Message | None:
-    """The parent's assistant message whose Task call started the subagent (its prompt is the subagent's first).
-
-    Claude Code's own compaction agent (``agent-acompact-*``) has no Task
-    call: it forks at the last message of the generation it summarized.
-    """
-    if prompt:
-        message_id = (
-            ToolArgument.objects.filter(thread=parent, tool_name__in=TASK_TOOL_NAMES, path="prompt", value=prompt)
-            .order_by("message_id")
-            .values_list("message_id", flat=True)
-            .first()
-        )
-        if message_id is not None:
-            return Message.objects.get(pk=message_id)
-    if agent.startswith("agent-acompact"):
-        closed = Generation.objects.filter(thread=parent, state=Generation.State.CLOSED).order_by("-number").first()
-        if closed is not None:
-            last = Message.objects.filter(thread=parent, generation=closed.number).exclude(
-                kind=Message.Kind.MACHINE_EVENT
-            )
-            return last.order_by("-seq").first()
-    return None
 
 
 def import_paths(
     *,
     paths: list[Path],
-    fmt: str,
+    fmt: str | None,
     owner: AbstractBaseUser,
     channel: str | None = None,
     source_path: str | None = None,
     on_problem: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing)."""
+    """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing).
+
+    Without ``fmt``, each file's format is read from its first record (``records.detect_format``).
+    """
     report = ImportReport()
     files = [f for p in paths for f in session_files(p, fmt=fmt)]
-    if channel and fmt == CLAUDE_CODE and sum(1 for f in files if not is_subagent_file(f)) > 1:
+    if channel and fmt != OPENAI and sum(1 for f in files if not is_subagent_file(f)) > 1:
         raise InvalidInput("--channel names one thread: give it with one session file only", field="channel")
     for path in files:
         FileImport(
             path=path,
-            fmt=fmt,
+            fmt=fmt or detect_format(path) or CLAUDE_CODE,
             owner=owner,
             report=report,
             channel=channel,

@@ -19,12 +19,13 @@ from threadmem.models.threads import (
     ToolArgument,
     searchable_q,
 )
-from threadmem.models.work import LIVE_STATUSES, Chunk, Compaction, EmbeddingProgress, Import, WorkStatus
+from threadmem.models.work import LIVE_STATUSES, CaptureCursor, Chunk, Compaction, EmbeddingProgress, Import, WorkStatus
 
 __all__ = [
     "LIVE_STATUSES",
     "MODEL_VISIBLE",
     "SEARCHABLE",
+    "CaptureCursor",
     "Chunk",
     "Compaction",
     "EmbeddingProgress",

@@ -36,10 +36,12 @@ class Thread(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # Where an imported thread came from (threadmem/imports): "claude-code" or
-    # "openai", the file (or upload) and the session id in it. Empty otherwise.
+    # "openai" or "codex", the file (or upload) and the session id in it. Empty otherwise.
     source_format = models.CharField(max_length=32, blank=True, default="", db_default="")
     source_path = models.CharField(max_length=1000, blank=True, default="", db_default="")
     source_session_id = models.CharField(max_length=255, blank=True, default="", db_default="")
+    # The agent's working directory (its project): the SessionStart catalogue lists a project's sessions by it.
+    source_cwd = models.CharField(max_length=1000, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-last_activity_at", "-id"]

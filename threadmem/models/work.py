@@ -57,6 +57,33 @@ class Import(models.Model):
         return f"import {self.pk} ({self.format}, {self.status})"
 
 
+class CaptureCursor(models.Model):
+    """How far one session file has been captured (``manage.py capture``, remote captures): nothing twice.
+
+    ``offset`` is where the next capture starts reading: the end of the last
+    line consumed, or the start of an API message still streaming (its
+    records are read again, so the stored message grows rather than
+    splits). ``tail_sha1`` fingerprints the bytes just before ``offset``: a
+    file rewritten or shrunk since fails it and is imported whole again
+    (idempotent by source id).
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="capture_cursors")
+    path = models.CharField(max_length=1000)
+    format = models.CharField(max_length=32)
+    offset = models.BigIntegerField(default=0)
+    line_number = models.BigIntegerField(default=0)
+    tail_sha1 = models.CharField(max_length=40, blank=True, default="")
+    last_source_id = models.CharField(max_length=255, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "path"], name="capture_cursor_unique_path")]
+
+    def __str__(self) -> str:
+        return f"capture of {self.path} at {self.offset}"
+
+
 class Compaction(models.Model):
     """One compaction of one generation: its history and its claim."""
 

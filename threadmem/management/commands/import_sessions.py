@@ -1,4 +1,4 @@
-"""``manage.py import_sessions --format claude-code|openai PATH... [--owner USER] [--channel C] [--follow]``.
+"""``manage.py import_sessions [--format claude-code|openai|codex] PATH... [--owner USER] [--channel C] [--follow]``.
 
 Imports agent sessions (SPEC §11) through ``threadmem.imports``: a PATH is a
 session file or a folder of them (a Claude Code project folder, or
@@ -27,7 +27,7 @@ PLAIN_PROGRESS_STEP = 0.1  # a plain progress line every tenth of the bytes
 
 
 class Command(BaseCommand):
-    help = "Import Claude Code sessions or OpenAI chat JSONL into threads (SPEC §11)."
+    help = "Import Claude Code sessions, Codex CLI rollouts or OpenAI chat JSONL into threads (SPEC §11)."
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -35,14 +35,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="a session file or a folder of them")
-        parser.add_argument("--format", required=True, choices=FORMATS, dest="fmt")
+        parser.add_argument(
+            "--format", default=None, choices=FORMATS, dest="fmt", help="default: each file's, from its first record"
+        )
         parser.add_argument("--owner", required=True, help="the user the threads belong to (must exist)")
         parser.add_argument("--channel", default=None, help="the thread's channel (one session only)")
         parser.add_argument("--follow", action="store_true", help="keep importing what is appended to the files")
         parser.add_argument("--follow-seconds", type=float, default=None, help="stop following after this long")
         parser.add_argument("--poll-seconds", type=float, default=POLL_SECONDS, help=argparse_hidden())
 
-    def handle(self, *args: Any, paths: list[Path], fmt: str, owner: str, channel: str | None, **options: Any) -> None:
+    def handle(
+        self, *args: Any, paths: list[Path], fmt: str | None, owner: str, channel: str | None, **options: Any
+    ) -> None:
         user = get_user_model().objects.filter(username=owner).first()
         if user is None:
             raise CommandError(f"no user {owner!r}: create it first (manage.py createsuperuser)")

@@ -1,0 +1,71 @@
+"""The pointer at session start: where this project's earlier sessions are in threadmem, never their content.
+
+Claude Code's ``SessionStart`` hook adds the text to the new session's
+context (``hookSpecificOutput.additionalContext``). It lists the owner's
+earlier sessions of the same project (same working directory, or transcripts
+in the same Claude Code project folder): channel, first prompt (or title),
+dates, message count, newest first, and one line saying how to read them
+with ``search_memory``. It is bounded to ``SESSION_CATALOGUE_MAX_CHARS``.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count, OuterRef, Q, Subquery
+
+from threadmem.models import Message, Thread
+
+SESSION_CATALOGUE_MAX_CHARS = 2_000
+SESSION_CATALOGUE_MAX_SESSIONS = 12
+PROMPT_MAX_CHARS = 90
+HINT = (
+    "To recall what was decided or done in one of them, call search_memory with its channel "
+    '(or channel "*" for all your threads); message_context_read expands a hit.'
+)
+
+
+def session_catalogue(*, owner: AbstractBaseUser, cwd: str, project_dir: str = "", exclude_channel: str = "") -> str:
+    """The catalogue text, or "" when the project has no earlier session in threadmem."""
+    where = Q(source_cwd=cwd) if cwd else Q(pk__in=[])
+    if project_dir:
+        where |= Q(source_path__startswith=project_dir.rstrip("/") + "/")
+    first_prompt = (
+        Message.objects.filter(thread=OuterRef("pk"), role=Message.Role.USER, kind=Message.Kind.MESSAGE)
+        .order_by("seq")
+        .values("content")[:1]
+    )
+    threads = list(
+        Thread.objects.filter(where, owner=owner, parent__isnull=True)
+        .exclude(channel=exclude_channel)
+        .order_by("-last_activity_at", "-id")
+        .annotate(prompt=Subquery(first_prompt))
+        .values("pk", "channel", "title", "prompt", "created_at", "last_activity_at")[:SESSION_CATALOGUE_MAX_SESSIONS]
+    )
+    if not threads:
+        return ""
+    counts = dict(
+        Message.objects.filter(thread_id__in=[t["pk"] for t in threads])
+        .values_list("thread_id")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    head = "Earlier sessions of this project are kept in threadmem (newest first):"
+    lines = [head]
+    budget = SESSION_CATALOGUE_MAX_CHARS - len(head) - len(HINT) - 2
+    for t in threads:
+        line = _session_line(t, counts.get(t["pk"], 0))
+        if len(line) + 1 > budget:
+            break
+        lines.append(line)
+        budget -= len(line) + 1
+    lines.append(HINT)
+    return "\n".join(lines)
+
+
+def _session_line(thread: dict, messages: int) -> str:
+    about = " ".join(str(thread["prompt"] or thread["title"] or "").split())
+    if len(about) > PROMPT_MAX_CHARS:
+        about = about[: PROMPT_MAX_CHARS - 1] + "…"
+    started, last = thread["created_at"].date().isoformat(), thread["last_activity_at"].date().isoformat()
+    dates = started if started == last else f"{started} to {last}"
+    return f'- {thread["channel"]} · "{about}" · {dates} · {messages} messages'

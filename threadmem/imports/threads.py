@@ -1,0 +1,69 @@
+"""The threads imports write into: found or created for the owner, never another owner's; a subagent's fork point."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from threadmem import services
+from threadmem.errors import Conflict, NotFound
+from threadmem.models import Generation, Message, Thread, ToolArgument
+
+TASK_TOOL_NAMES = ("Task", "Agent")
+
+
+def thread_for_import(
+    *,
+    owner: AbstractBaseUser,
+    channel: str,
+    source_format: str,
+    source_path: str,
+    session_id: str = "",
+    title: str = "",
+    fork_from: Message | None = None,
+    cwd: str = "",
+) -> Thread:
+    """The owner's thread on ``channel``, created if new; another owner's channel is NotFound, never appended to."""
+    thread = Thread.objects.filter(channel=channel).first()
+    if thread is None:
+        try:
+            # Inside the import's transaction (FileImport.step): the source fields commit with the thread.
+            thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
+        except Conflict:  # created meanwhile: check whose it is
+            thread = Thread.objects.get(channel=channel)
+        else:
+            thread.source_format, thread.source_path, thread.source_session_id, thread.source_cwd = (
+                source_format,
+                source_path[:1000],
+                session_id[:255],
+                cwd[:1000],
+            )
+            thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
+            return thread
+    if thread.owner_id != owner.pk:
+        raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
+    return thread
+
+
+def subagent_fork_point(*, parent: Thread, prompt: str | None, agent: str) -> Message | None:
+    """The parent's assistant message whose Task call started the subagent (its prompt is the subagent's first).
+
+    Claude Code's own compaction agent (``agent-acompact-*``) has no Task
+    call: it forks at the last message of the generation it summarized.
+    """
+    if prompt:
+        message_id = (
+            ToolArgument.objects.filter(thread=parent, tool_name__in=TASK_TOOL_NAMES, path="prompt", value=prompt)
+            .order_by("message_id")
+            .values_list("message_id", flat=True)
+            .first()
+        )
+        if message_id is not None:
+            return Message.objects.get(pk=message_id)
+    if agent.startswith("agent-acompact"):
+        closed = Generation.objects.filter(thread=parent, state=Generation.State.CLOSED).order_by("-number").first()
+        if closed is not None:
+            last = Message.objects.filter(thread=parent, generation=closed.number).exclude(
+                kind=Message.Kind.MACHINE_EVENT
+            )
+            return last.order_by("-seq").first()
+    return None
