@@ -45,6 +45,7 @@ class MatchRow(NamedTuple):
     piece: str | None  # the window's characters when position > 0
     link_tool: str | list[str | None] | None  # with a window: the tool and other half (links.link_of)
     link_ids: str | None
+    link_arguments: str | None
 
     def candidate(self) -> Candidate:
         return Candidate(
