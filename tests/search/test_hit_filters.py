@@ -11,8 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append
 from threadmem.errors import InvalidInput
-from threadmem.mcp.tools import TOOLS as MCP_TOOLS
-from threadmem.mcp.tools import call_tool
+from threadmem.mcp.tools import call_tool, tools
 from threadmem.search import search_memory
 from threadmem.tools import SEARCH_MEMORY, SEARCH_MEMORY_TOOL, run_tool
 
@@ -149,8 +148,8 @@ def test_the_filters_reach_every_surface(owner, owner_api, thread, busy_path):
 
 
 def test_both_tools_schemas_describe_the_filters():
-    for schema in (SEARCH_MEMORY_TOOL["function"]["parameters"], MCP_TOOLS[0].input_schema):
+    for schema in (SEARCH_MEMORY_TOOL["function"]["parameters"], tools()[0].input_schema):
         assert {"tool", "role"} <= set(schema["properties"])
         assert schema["properties"]["role"]["enum"] == ["user", "assistant", "tool", "system"]
-    for description in (SEARCH_MEMORY_TOOL["function"]["description"], MCP_TOOLS[0].description):
+    for description in (SEARCH_MEMORY_TOOL["function"]["description"], tools()[0].description):
         assert 'tool="Read"' in description and "args: offset=120 limit=40" in description
