@@ -129,9 +129,15 @@ class Entry:
         return f"{hit_header(self.source, suffix, field_name=self.field_name)}{identical_suffix(ids)}\n{self.shown}"
 
     def shape(self) -> tuple:
-        """What must be equal for a later hit to be listed here as identical: the window and the call's shape."""
+        """What must be equal for a later hit to be listed here as identical: the window and the call's shape.
+
+        The results' sizes too: two reads of a file that changed between them
+        share the window (the path) but not the output, and an older one may
+        hold what the newer lost.
+        """
         tool = self.link.tool if self.link else None
-        return (self.source.role, self.field_name, tool, self.brief, self.shown)
+        sizes = self.link.result_chars if self.link else ()
+        return (self.source.role, self.field_name, tool, self.brief, sizes, self.shown)
 
     def hit(self) -> Hit:
         link = self.link
