@@ -110,3 +110,15 @@ def test_identical_windows_are_listed_once_with_every_message_id(owner, thread, 
     assert "literal hits: 8 (3 shown)" in answer.text
     assert "more hits not shown" not in answer.text
     assert answer.hits[2].identical_message_ids == tuple(message.id for message in reversed(reads[:4]))
+
+
+def test_reads_of_a_file_that_changed_between_them_are_not_identical(owner, thread):
+    first, _, second, _ = append(
+        thread,
+        {"role": "assistant", "tool_calls": [call("r1", "Read", file_path=PATH)]},
+        {"role": "tool", "tool_call_id": "r1", "content": "1\tdefmodule Ledger do\n2\t  def old_post"},
+        {"role": "assistant", "tool_calls": [call("r2", "Read", file_path=PATH)]},
+        {"role": "tool", "tool_call_id": "r2", "content": "1\tdefmodule Ledger do"},
+    )
+    answer = search_memory(user=owner, query=PATH, channel=thread.channel)
+    assert [(hit.message_id, hit.identical_message_ids) for hit in answer.hits] == [(second.id, ()), (first.id, ())]
