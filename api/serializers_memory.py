@@ -33,7 +33,15 @@ class SearchRequest(serializers.Serializer):
         required=False,
         allow_null=True,
         min_length=1,
-        help_text="next_cursor of an earlier answer to the same caller, query and channel: the hits it left out",
+        help_text="next_cursor of an earlier answer to the same caller, query, channel and filters: the hits left out",
+    )
+    tool = serializers.ListField(
+        child=serializers.CharField(),
+        required=False,
+        help_text="only hits of these tools' calls and their results (a name, or a list of names; any case)",
+    )
+    role = serializers.ChoiceField(
+        choices=Message.Role.choices, required=False, help_text="only hits in messages of this role"
     )
 
 
@@ -54,6 +62,15 @@ class HitSerializer(serializers.Serializer):
     )
     call_message_id = serializers.IntegerField(
         allow_null=True, help_text="a hit in a tool result: the message holding its call"
+    )
+    result_chars = serializers.ListField(
+        child=serializers.IntegerField(), help_text="a tool-argument hit: each result's length, as result_message_ids"
+    )
+    arguments = serializers.CharField(
+        allow_blank=True, help_text="a tool-argument hit: the call's other arguments in brief ('offset=120 limit=40')"
+    )
+    identical_message_ids = serializers.ListField(
+        child=serializers.IntegerField(), help_text="later hits with the same window, listed in this one"
     )
 
 

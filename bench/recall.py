@@ -73,6 +73,8 @@ class Stats:
     kept_by_summary: int = 0
     baseline_found: int = 0
     baseline_max_chars: int = 0
+    partial_calls: int = 0  # association: calls that read a partial read's result
+    with_partial_reads: int = 0  # association: needles whose file also has partial reads
 
 
 def setup() -> tuple:
@@ -183,6 +185,20 @@ def association_cases(thread, messages: list, summary: str) -> list[tuple[str, s
     return cases
 
 
+def partially_read(messages: list, paths: list[str]) -> set[str]:
+    """The paths some Read of the thread read only in part (``offset`` or ``limit``)."""
+    found = set()
+    for message in messages:
+        for call in message.tool_calls or []:
+            arguments = call.get("arguments") if isinstance(call, dict) else None
+            if call.get("name") != "Read" or not isinstance(arguments, dict):
+                continue
+            if "offset" in arguments or "limit" in arguments:
+                file_path = str(arguments.get("file_path", ""))
+                found.update(path for path in paths if file_path.endswith(path))
+    return found
+
+
 @dataclass
 class Measures:
     identity: Stats = field(default_factory=Stats)
@@ -198,6 +214,7 @@ def measure(user, thread, identities: list[str], associations: list[tuple[str, s
     messages = messages_of(thread)
     summary = summary_of(thread)
     channel, current = thread.channel, thread.current_generation
+    partial_paths = partially_read(messages, [path for path, _ in associations])
     for identifier in identities:
         identity.total += 1
         text = search_memory(user=user, query=identifier, channel=channel).text
@@ -210,11 +227,13 @@ def measure(user, thread, identities: list[str], associations: list[tuple[str, s
         identity.baseline_max_chars = max(identity.baseline_max_chars, len(baseline))
     for path, line in associations:
         for stats, policy in ((association, scripted_search), (blind, blind_search)):
-            found, calls, most = policy(user, channel, current, path, line, max_calls)
+            found, calls, most, partial_calls = policy(user, channel, current, path, line, max_calls)
+            stats.partial_calls += partial_calls
             stats.total += 1
             stats.found += found
             stats.calls.append(calls)
             stats.max_chars = max(stats.max_chars, most)
+        association.with_partial_reads += path in partial_paths
         association.kept_by_summary += line in summary
         baseline = letta_baseline(messages, path)
         association.baseline_found += line in baseline
@@ -232,6 +251,8 @@ def merged(parts: list[Stats]) -> Stats:
         total.kept_by_summary += part.kept_by_summary
         total.baseline_found += part.baseline_found
         total.baseline_max_chars = max(total.baseline_max_chars, part.baseline_max_chars)
+        total.partial_calls += part.partial_calls
+        total.with_partial_reads += part.with_partial_reads
     return total
 
 
@@ -251,6 +272,12 @@ def report(title: str, measures: list[Measures]) -> None:
             f"summary kept {stats.kept_by_summary}/{stats.total} ({100 * stats.kept_by_summary / stats.total:.1f} %) · "
             f"Letta-style baseline found {stats.baseline_found}/{stats.total} "
             f"({100 * stats.baseline_found / stats.total:.1f} %), up to {stats.baseline_max_chars:,} chars"
+        )
+    if association.total:
+        print(
+            f"  association needles whose file also has partial reads: {association.with_partial_reads}/"
+            f"{association.total} · calls that went to partial reads: {association.partial_calls} of "
+            f"{sum(association.calls)}"
         )
     if blind.total:
         print(

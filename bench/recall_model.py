@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import re
 
+# A hit's header (SPEC §9): ``result=`` ids may carry sizes (``14 (2,310 chars)``), then the call's other
+# arguments in brief (``args: offset=120 limit=40``) and the messages with the same window.
 HIT = re.compile(
-    r"^--- messageId=(\d+) .*?generation=(\d+) role=(\w+) field=(\S+)(?: tool=(\S+) (result|call)=(\S+))?$"
+    r"^--- messageId=(\d+) .*?generation=(\d+) role=(\w+) field=(\S+)"
+    r"(?: tool=(\S+) (result|call)=(-|[\d,…]+(?: \([\d,]+ chars\))?(?:,\d+(?: \([\d,]+ chars\))?)*(?:,…)?))?"
+    r"(?: args: (.*?))?(?: \(×\d+ identical: messageIds [\d, …]+\))?$"
 )
+RESULT_ID = re.compile(r"(?:^|,)(\d+)")
+PARTIAL = re.compile(r"(?:^| )(?:offset|limit)=")
 NEXT_CURSOR = re.compile(r'cursor="([^"]+)"')
 NEXT_OFFSET = re.compile(r"\nnext offset: (\d+)$")
 
@@ -34,37 +40,52 @@ class ToolCalls:
         return text
 
 
-def scripted_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
-    """The scripted model: (found, calls, most characters one call returned)."""
+def scripted_search(
+    user, channel: str, current: int, path: str, line: str, max_calls: int
+) -> tuple[bool, int, int, int]:
+    """The scripted model: (found, calls, most characters one call returned, calls that read partial reads).
+
+    It asks for the path's reads only (``tool="Read"``, as the tool's
+    description suggests), and reads whole-file reads (no ``offset``/``limit``
+    in the hit's ``args:``) before partial ones.
+    """
     from threadmem.errors import DomainError
     from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
 
     call = ToolCalls(user, channel)
     queue: list[int] = []
     queued: set[int] = set()
+    partial: set[int] = set()
+    partial_calls = 0
     cursor: str | None = None
     searched = False
 
     while call.calls < max_calls:
         if not searched or (not queue and cursor):
-            arguments = {"query": path, "channel": channel, **({"cursor": cursor} if cursor else {})}
+            arguments = {"query": path, "channel": channel, "tool": "Read", **({"cursor": cursor} if cursor else {})}
             text = call(SEARCH_MEMORY, arguments)
             searched = True
             if line in text:
-                return True, call.calls, call.most
+                return True, call.calls, call.most, partial_calls
             found_cursor = NEXT_CURSOR.search(text)
             cursor = found_cursor.group(1) if found_cursor else None
+            whole, parts = [], []
             for header in text.splitlines():
                 hit = HIT.match(header)
                 if not hit or int(hit.group(2)) >= current or hit.group(5) != "Read":
                     continue
                 ids = [int(hit.group(1))] if hit.group(6) == "call" else []
                 if hit.group(6) == "result" and hit.group(7) != "-":
-                    ids = [int(i) for i in hit.group(7).split(",") if i.isdigit()]
-                for message_id in ids:
-                    if message_id not in queued:
-                        queued.add(message_id)
-                        queue.append(message_id)
+                    ids = [int(i) for i in RESULT_ID.findall(hit.group(7))]
+                is_partial = bool(hit.group(8) and PARTIAL.search(hit.group(8)))
+                (parts if is_partial else whole).extend(ids)
+                if is_partial:
+                    partial.update(ids)
+            for message_id in [*whole, *parts]:
+                if message_id not in queued:
+                    queued.add(message_id)
+                    queue.append(message_id)
+            queue.sort(key=lambda message_id: message_id in partial)  # whole-file reads first
             continue
         if not queue:
             break
@@ -75,28 +96,30 @@ def scripted_search(user, channel: str, current: int, path: str, line: str, max_
                 text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
             except DomainError:  # pragma: no cover - run_tool answers errors as text
                 break
+            partial_calls += message_id in partial
             if line in text:
-                return True, call.calls, call.most
+                return True, call.calls, call.most, partial_calls
             more = NEXT_OFFSET.search(text)
             if not more:
                 break
             offset = int(more.group(1))
-    return False, call.calls, call.most
+    return False, call.calls, call.most, partial_calls
 
 
-def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int]:
+def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int, int]:
     """The same model without ``tool=``, ``result=`` and ``cursor=`` (the tools before SPEC §9).
 
     It reads the hits of earlier generations in listed order; an assistant
     message's audit read names its results (``results: messageId=N``), which
     it reads next. No second page: past the first, only a narrower query helps.
+    It cannot tell a partial read from a whole one (its fourth answer is 0).
     """
     from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
 
     call = ToolCalls(user, channel)
     text = call(SEARCH_MEMORY, {"query": path, "channel": channel})
     if line in text:
-        return True, call.calls, call.most
+        return True, call.calls, call.most, 0
     queue = []
     for header in text.splitlines():
         hit = HIT.match(header)
@@ -112,11 +135,11 @@ def blind_search(user, channel: str, current: int, path: str, line: str, max_cal
         while call.calls < max_calls:
             text = call(MESSAGE_CONTEXT_READ, {"message_id": message_id, "offset": offset})
             if line in text:
-                return True, call.calls, call.most
+                return True, call.calls, call.most, 0
             results = [int(i) for i in re.findall(r"results: (?:messageId=(\d+))", text)]
             queue[:0] = [i for i in results if i not in read]
             more = NEXT_OFFSET.search(text)
             if not more:
                 break
             offset = int(more.group(1))
-    return False, call.calls, call.most
+    return False, call.calls, call.most, 0

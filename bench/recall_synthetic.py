@@ -2,7 +2,8 @@
 
 Three generations; in each, every one of PATHS files is edited, run, grepped
 and read (CALLS_PER_PATH calls a generation, their outputs 1.5 KB each, the
-Bash and Grep outputs naming the path again). In generation 1 the first Read
+Bash and Grep outputs naming the path again); every read is partial
+(offset, limit) but generation 1's first of each file. That first Read
 of each file returns a definition line no other message holds (an
 association case), and IDENTITIES tool outputs each hold an identifier no
 other message holds (an identity case). Deterministic: a seeded random.
@@ -69,7 +70,11 @@ def build(user) -> tuple[str, list[tuple[str, str]], list[str]]:
                     "Edit": {"file_path": path, "old_string": _noise(rng, 80), "new_string": _noise(rng, 80)},
                     "Bash": {"command": f"pytest {path} -q"},
                     "Grep": {"pattern": "compute", "path": path},
-                    "Read": {"file_path": path},
+                    # Only generation 1's first read of a file is whole (and holds the needle); every other
+                    # read is partial, so a model must tell them apart (SPEC §9's args brief).
+                    "Read": {"file_path": path}
+                    if first_read[path]
+                    else {"file_path": path, "offset": rng.randint(1, 200), "limit": 40},
                 }[tool]
                 if tool == "Read":
                     needle = associations[index][1] if first_read[path] else None

@@ -39,7 +39,7 @@ from threadmem.search.answers import audit_read_data, search_result_data
 from threadmem.search.bounded import QUERY_MAX_CHARS
 from threadmem.tools import TOOLS
 
-SEARCH_FIELDS = {"query", "channel", "cursor"}
+SEARCH_FIELDS = {"query", "channel", "cursor", "tool", "role"}
 MESSAGE_ID_PARAMETER = OpenApiParameter(
     "message_id", {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}, OpenApiParameter.PATH
 )
@@ -47,12 +47,21 @@ MESSAGE_ID_PARAMETER = OpenApiParameter(
 
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
-        raise InvalidInput("the body must be a JSON object with query and, optionally, channel and cursor")
+        raise InvalidInput("the body must be a JSON object with query and, optionally, channel, cursor, tool and role")
     require_keys(
-        data, SEARCH_FIELDS, {"query"}, unknown_message="unknown fields: {unknown} (allowed: query, channel, cursor)"
+        data,
+        SEARCH_FIELDS,
+        {"query"},
+        unknown_message="unknown fields: {unknown} (allowed: query, channel, cursor, tool, role)",
     )
     result = search_memory(
-        user=request.user, query=data["query"], channel=data.get("channel"), cursor=data.get("cursor"), surface="api"
+        user=request.user,
+        query=data["query"],
+        channel=data.get("channel"),
+        cursor=data.get("cursor"),
+        tool=data.get("tool"),
+        role=data.get("role"),
+        surface="api",
     )
     return Response(search_result_data(result))
 
@@ -87,12 +96,20 @@ class SearchView(JSONAPIView):
                 {"type": "string", "minLength": 1},
                 description="next_cursor of an earlier answer to the same query",
             ),
+            OpenApiParameter(
+                "tool", OpenApiTypes.STR, many=True, description="only hits of these tools' calls and results"
+            ),
+            OpenApiParameter("role", OpenApiTypes.STR, description="only hits in messages of this role"),
         ],
         responses={200: SearchResultSerializer, **errors(400, 401, 404)},
         tags=["memory"],
     )
     def get(self, request: Request) -> Response:
-        return _search(request, {key: request.query_params.get(key) for key in request.query_params})
+        data: dict[str, Any] = {key: request.query_params.get(key) for key in request.query_params}
+        if "tool" in data:  # ?tool=Read&tool=Edit: a list; one: a name
+            tools = request.query_params.getlist("tool")
+            data["tool"] = tools[0] if len(tools) == 1 else tools
+        return _search(request, data)
 
 
 def _offset(raw: str | None) -> int:

@@ -25,21 +25,24 @@ def test_search_answers_the_spec_shape_with_the_text_the_model_reads(owner, owne
     body = response.json()
     assert set(body) == {"text", "literal_hits_total", "literal_hits_shown", "truncated", "hits", "next_cursor"}
     assert body["text"] == search_memory(user=owner, query="gamma-9", channel=thread.channel).text
-    assert (body["literal_hits_total"], body["literal_hits_shown"], body["truncated"]) == (2, 2, False)
-    assert body["hits"][0] == {
-        "message_id": result.id,
-        "session_id": "s1",
-        "generation": 1,
-        "role": "tool",
-        "field": "content",
-        "window": "welcome to gamma-9",
-        "tool": "shell",
-        "result_message_ids": [],
-        "call_message_id": call.id,
-    }
-    assert body["hits"][1]["field"] == "tool_args.command"
-    assert body["hits"][1]["message_id"] == call.id
-    assert (body["hits"][1]["tool"], body["hits"][1]["result_message_ids"]) == ("shell", [result.id])
+    # The call and its result both match: one hit, headed by the call, with the result's window.
+    assert (body["literal_hits_total"], body["literal_hits_shown"], body["truncated"]) == (1, 1, False)
+    assert body["hits"] == [
+        {
+            "message_id": call.id,
+            "session_id": "s1",
+            "generation": 1,
+            "role": "assistant",
+            "field": "result.content",
+            "window": "welcome to gamma-9",
+            "tool": "shell",
+            "result_message_ids": [result.id],
+            "call_message_id": None,
+            "result_chars": [len("welcome to gamma-9")],
+            "arguments": "command=ssh deploy@gamma-9",
+            "identical_message_ids": [],
+        }
+    ]
     assert body["next_cursor"] is None
 
 
@@ -47,7 +50,7 @@ def test_search_answers_the_spec_shape_with_the_text_the_model_reads(owner, owne
 def test_search_works_with_query_parameters_and_globally(owner_api, thread, stored):
     response = owner_api.get("/api/v1/search/", {"query": "gamma-9"})
     assert response.status_code == 200
-    assert response.json()["literal_hits_total"] == 2
+    assert response.json()["literal_hits_total"] == 1
     assert '\nchannel: * · query: "gamma-9"' in response.json()["text"]
 
 
@@ -84,7 +87,7 @@ def test_an_operator_searches_every_thread_that_is_not_isolated(operator_api, ow
     theirs = make_thread(owner, "second")
     append(theirs, {"role": "user", "content": "gamma-9 again"})
     body = operator_api.post("/api/v1/search/", {"query": "gamma-9"}, format="json").json()
-    assert body["literal_hits_total"] == 3
+    assert body["literal_hits_total"] == 2  # the call with its result, and the other thread's message
 
 
 @pytest.mark.django_db

@@ -14,6 +14,12 @@ from threadmem.models import Message
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.fixture(autouse=True)
+def structured_content(settings):
+    """These tests compare the REST JSON with structuredContent (off by default: tests/mcp/test_structured.py)."""
+    settings.THREADMEM_MCP_STRUCTURED_CONTENT = True
+
+
 def calls(user, *requests: tuple[str, dict]) -> list:
     server = build_server(user_of=lambda ctx: user)
 

@@ -82,7 +82,7 @@ def test_it_finds_the_generation_1_tool_call_across_generations_and_fields(
     )
     assert (
         f"--- messageId={compacted_twice.id} sessionId=sess-1 generation=1 role=assistant field={field} "
-        f"tool=shell result={result_id}\n"
+        f"tool=shell result={result_id} ("
     ) in result.text
     assert "LEAK" not in result.text
     assert all(hit.message_id == compacted_twice.id for hit in result.hits)
@@ -92,11 +92,14 @@ def test_it_finds_the_generation_1_tool_call_across_generations_and_fields(
 def test_it_lays_the_result_out_exactly(owner, thread, compacted_twice):
     result = search_memory(user=owner, query="~/.ssh/id_ed25519", channel=thread.channel)
     result_id = thread.messages.get(tool_call_id="c1").id
+    # The call's other argument in brief, cut at 40 characters (its JSON spacing is the database's).
+    assert result.hits[0].arguments.startswith('files=[{"path":') and result.hits[0].arguments.endswith("…")
     assert result.text == (
         f"{HEADER}\n"
         f'channel: {thread.channel} · query: "~/.ssh/id_ed25519" · literal hits: 1 (1 shown)\n'
         f"--- messageId={compacted_twice.id} sessionId=sess-1 generation=1 role=assistant field=tool_args.command "
-        f"tool=shell result={result_id}\n"
+        f"tool=shell result={result_id} ({len(thread.messages.get(id=result_id).content)} chars) "
+        f"args: {result.hits[0].arguments}\n"
         f"{COMMAND}\n"
         "\n"
         "## Other memory results\n"

@@ -75,10 +75,10 @@ def test_an_argument_hit_names_its_own_calls_tool_and_only_its_results(owner, th
     result = search_memory(user=owner, query=PATH, channel=channel)
     calls, read, bash, edit = session["calls"], session["read"], session["bash"], session["edit"]
     assert header_of(result.text, calls.id, "tool_args.file_path").endswith(
-        f"role=assistant field=tool_args.file_path tool=Read result={read.id}"
+        f"role=assistant field=tool_args.file_path tool=Read result={read.id} (21 chars)"
     )
-    assert header_of(result.text, calls.id, "tool_args.command").endswith(f"tool=Bash result={bash.id}")
-    assert header_of(result.text, edit.id, "tool_args.file_path").endswith("tool=Edit result=-")
+    assert header_of(result.text, calls.id, "tool_args.command").endswith(f"tool=Bash result={bash.id} (8 chars)")
+    assert header_of(result.text, edit.id, "tool_args.file_path").endswith("tool=Edit result=- args: new=x")
     by_field = {(hit.message_id, hit.field): hit for hit in result.hits}
     read_hit = by_field[(calls.id, "tool_args.file_path")]
     assert (read_hit.tool, read_hit.result_message_ids, read_hit.call_message_id) == ("Read", (read.id,), None)
@@ -132,9 +132,13 @@ def test_the_caps_stay_exact_with_long_tool_names(owner, thread):
             thread,
             {
                 "role": "assistant",
-                "tool_calls": [{"id": f"c{i}", "name": tool, "arguments": {"p": f"{PATH} " + "y" * 700}}],
+                "tool_calls": [
+                    {"id": f"c{i}", "name": tool, "arguments": {"p": f"{PATH} " + "y" * 700}},
+                    {"id": f"d{i}", "name": tool, "arguments": {"q": "no path here"}},
+                ],
             },
-            {"role": "tool", "tool_call_id": f"c{i}", "content": f"{PATH} " + "z" * 700},
+            # The result of the other call: a hit of its own (a call's matching result joins its entry).
+            {"role": "tool", "tool_call_id": f"d{i}", "content": f"{PATH} " + "z" * 700},
         )
     result = search_memory(user=owner, query=PATH, channel=thread.channel)
     literal = literal_part_of(result.text)

@@ -39,7 +39,10 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
 
 def child_env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "THREADMEM_TOKEN"}
-    return {**env, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **extra}
+    # The servers the tests start send structuredContent (the REST JSON the tests compare); its default,
+    # off, is tests/mcp/test_structured.py's.
+    defaults = {"THREADMEM_MCP_STRUCTURED_CONTENT": "true"}
+    return {**env, **defaults, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **extra}
 
 
 def stdio_server(token: str | None, **extra_env: str) -> StdioServerParameters:

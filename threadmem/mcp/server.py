@@ -20,7 +20,7 @@ from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from threadmem.mcp.tools import TOOLS, call_tool
+from threadmem.mcp.tools import call_tool, tools
 
 SERVER_NAME = "threadmem"
 INSTRUCTIONS = (
@@ -54,7 +54,7 @@ def build_server(*, user_of: UserOf) -> Server[Any]:
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=tools())
 
     async def on_call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
         user = user_of(ctx)

@@ -13,6 +13,7 @@ import copy
 from typing import Any
 
 import mcp_types as types
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.models import ToolCall
@@ -57,7 +58,7 @@ def _read_input_schema() -> dict[str, Any]:
 
 
 def _mcp_tool(
-    tool: dict[str, Any], *, title: str, input_schema: dict[str, Any], output_schema: dict[str, Any]
+    tool: dict[str, Any], *, title: str, input_schema: dict[str, Any], output_schema: dict[str, Any] | None
 ) -> types.Tool:
     """One of threadmem.tools' function schemas as an MCP tool: its name and description, a title, read-only hints."""
     function = tool["function"]
@@ -71,21 +72,28 @@ def _mcp_tool(
     )
 
 
-# The order is fixed: search first, then the read that expands its windows.
-TOOLS: list[types.Tool] = [
-    _mcp_tool(
-        SEARCH_MEMORY_TOOL,
-        title="Search memory",
-        input_schema=_search_input_schema(),
-        output_schema=SEARCH_RESULT_SCHEMA,
-    ),
-    _mcp_tool(
-        MESSAGE_CONTEXT_READ_TOOL,
-        title="Read a stored message",
-        input_schema=_read_input_schema(),
-        output_schema=AUDIT_READ_SCHEMA,
-    ),
-]
+def tools() -> list[types.Tool]:
+    """The tools, in a fixed order: search first, then the read that expands its windows.
+
+    Their ``outputSchema`` only with ``THREADMEM_MCP_STRUCTURED_CONTENT``:
+    a client that reads ``structuredContent`` instead of the text (Claude
+    Code 2.1) would hand the model every window twice.
+    """
+    structured = settings.THREADMEM_MCP_STRUCTURED_CONTENT
+    return [
+        _mcp_tool(
+            SEARCH_MEMORY_TOOL,
+            title="Search memory",
+            input_schema=_search_input_schema(),
+            output_schema=SEARCH_RESULT_SCHEMA if structured else None,
+        ),
+        _mcp_tool(
+            MESSAGE_CONTEXT_READ_TOOL,
+            title="Read a stored message",
+            input_schema=_read_input_schema(),
+            output_schema=AUDIT_READ_SCHEMA if structured else None,
+        ),
+    ]
 
 
 def _tool_arguments(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
@@ -102,9 +110,15 @@ def _mcp_names(text: str) -> str:
 def call_tool(*, name: str, arguments: dict[str, Any] | None, user: AbstractBaseUser) -> types.CallToolResult:
     """One MCP tool call (sync: it runs the domain). Refused calls answer ``isError`` with REST's message."""
     answer = tool_answer(name=name, arguments=_tool_arguments(name, arguments), user=user, surface=ToolCall.Surface.MCP)
+    structured = settings.THREADMEM_MCP_STRUCTURED_CONTENT
     if answer.is_error:
         data = answer.data()
         detail = _mcp_names(data["detail"])
         data = {**data, "detail": detail, **({"field": _mcp_names(data["field"])} if "field" in data else {})}
-        return types.CallToolResult(content=[types.TextContent(text=detail)], structured_content=data, is_error=True)
-    return types.CallToolResult(content=[types.TextContent(text=answer.text)], structured_content=answer.data())
+        return types.CallToolResult(
+            content=[types.TextContent(text=detail)], structured_content=data if structured else None, is_error=True
+        )
+    # Without structuredContent every client hands the model the text: at most THREAD_SEARCH_MAX_CHARS.
+    return types.CallToolResult(
+        content=[types.TextContent(text=answer.text)], structured_content=answer.data() if structured else None
+    )

@@ -36,6 +36,9 @@ def search_result_data(result: SearchResult) -> dict[str, Any]:
                 "tool": hit.tool,
                 "result_message_ids": list(hit.result_message_ids),
                 "call_message_id": hit.call_message_id,
+                "result_chars": list(hit.result_chars),
+                "arguments": hit.arguments,
+                "identical_message_ids": list(hit.identical_message_ids),
             }
             for hit in result.hits
         ],
@@ -101,6 +104,12 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = _object(
                     "tool": {**_NULLABLE_STRING, "description": "the tool of the hit's call (SPEC §9)"},
                     "result_message_ids": {**_INTEGERS, "description": "a tool-argument hit: its call's results"},
                     "call_message_id": {**_NULLABLE_INTEGER, "description": "a hit in a tool result: its call"},
+                    "result_chars": {**_INTEGERS, "description": "each result's length, as result_message_ids"},
+                    "arguments": {"type": "string", "description": "the call's other arguments in brief"},
+                    "identical_message_ids": {
+                        **_INTEGERS,
+                        "description": "later hits with the same window, listed in this one",
+                    },
                 }
             ),
         },

@@ -36,7 +36,18 @@ from collections.abc import Callable, Iterable, Mapping
 from threadmem.lib.windows import Window, min_window_chars
 from threadmem.scope import GLOBAL_CHANNEL
 from threadmem.search.cursor import CursorPosition, cursor_chars
-from threadmem.search.hits import Candidate, Coverage, Hit, HitLink, LiteralPart, MatchedBy
+from threadmem.search.entries import (
+    RESULT_IDS_IN_HEADER,
+    Call,
+    Entry,
+    call_of_fields,
+    hit_header,
+    link_suffix,
+    one_line,
+)
+from threadmem.search.hits import Candidate, Coverage, HitLink, LiteralPart, MatchedBy
+
+__all__ = ["RESULT_IDS_IN_HEADER", "hit_header", "link_suffix", "one_line"]
 
 THREAD_SEARCH_MAX_CHARS = 12_000
 THREAD_LITERAL_MAX_CHARS = 8_000
@@ -84,46 +95,10 @@ SEMANTIC_HEADING = "## Other memory results"
 TRUNCATED_LINE = "[search results truncated]"
 
 
-# A header names at most this many result ids (JSON hits carry them all).
-RESULT_IDS_IN_HEADER = 5
-
-
-def link_suffix(link: HitLink | None, *, arg_id: int) -> str:
-    """`` tool=<name> result=<ids>`` / `` tool=<name> call=<id>``; "" for a hit that is no tool's."""
-    if link is None:
-        return ""
-    tool = one_line(link.tool) if link.tool else "-"
-    if arg_id:
-        ids = link.result_message_ids
-        shown = ",".join(str(i) for i in ids[:RESULT_IDS_IN_HEADER])
-        if len(ids) > RESULT_IDS_IN_HEADER:
-            shown += ",…"
-        return f" tool={tool} result={shown or '-'}"
-    return f" tool={tool} call={link.call_message_id or '-'}"
-
-
 # A window the database cut for one (field, term): the term's first position
 # and the window; None when the field no longer matches (changed meanwhile).
 WindowKey = tuple[tuple[int, int], int]
 Windows = Mapping[WindowKey, tuple[int, Window] | None]
-
-
-# Control characters -> a space (str.translate: a search formats a header per candidate).
-_CONTROL_TO_SPACE = dict.fromkeys([*range(32), 127], " ")
-
-
-def one_line(text: str) -> str:
-    """A value shown inside a header line: control characters would break the layout."""
-    return text.translate(_CONTROL_TO_SPACE)
-
-
-def hit_header(candidate: Candidate, suffix: str = "") -> str:
-    """The hit's header line; ``suffix`` names its tool and other half (``links.link_suffix``)."""
-    session = one_line(candidate.session_id) or "-"
-    return (
-        f"--- messageId={candidate.message_id} sessionId={session} generation={candidate.generation} "
-        f"role={candidate.role} field={one_line(candidate.field_name)}{suffix}"
-    )
 
 
 def more_hits_line(count: int, *, bounded: bool, cursor: str | None = None) -> str:
@@ -212,9 +187,16 @@ def literal_part(
     there is neither listed again nor counted. ``links`` names each field's
     tool and other half (``literal/links.py``); ``sign`` makes the cursor of
     the next page when hits are left out.
+
+    One entry per tool call: the hits of one call's arguments and results are
+    one hit, headed by the argument hit that comes first and shown with its
+    window (``call_of_fields``). A hit whose entry would be the same as one
+    listed (``Entry.shape``) is listed there, its message id on the header.
     """
+    candidates = list(candidates)
     budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage)
     links = links or {}
+    calls, heads = call_of_fields(candidates, links, windowed={pair for pair, cut in windows.items() if cut})
     listed: dict[tuple[int, int], list[Window]] = {}
     for seed in seeds:
         computed = windows.get((seed.field_key, seed.term))
@@ -223,10 +205,12 @@ def literal_part(
         position, window = computed
         if not any(w.covers(position, len(terms[seed.term])) for w in listed.get(seed.field_key, ())):
             listed.setdefault(seed.field_key, []).append(window)
-    entries: list[str] = []
-    hits: list[Hit] = []
+    entries: list[Entry] = []
+    by_shape: dict[tuple, Entry] = {}
+    counted_calls: set[Call] = set()
     used = 0
     total = 0
+    represented = 0  # hits the entries stand for: each entry and its identical ones
     listing = True
     first_left_out: Candidate | None = None
     for candidate in candidates:
@@ -238,6 +222,11 @@ def literal_part(
             position, window = computed
             if any(w.covers(position, len(terms[candidate.term])) for w in listed.get(key, ())):
                 continue
+        call = calls.get(key)
+        if call is not None:
+            if call in counted_calls:
+                continue  # one entry per tool call
+            counted_calls.add(call)
         total += 1
         if not listing:
             continue
@@ -245,39 +234,38 @@ def literal_part(
             listing = False  # past the walk of fields_to_window: cannot fit
             first_left_out = candidate
             continue
+        # A call's entry is headed by the call, with the window of whichever hit came first: a result's
+        # content under its call's first matching argument, or the argument itself.
+        source = heads[call] if call is not None and not candidate.arg_id else candidate
         shown = window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)
-        link = links.get(key)
-        entry = f"{hit_header(candidate, link_suffix(link, arg_id=candidate.arg_id))}\n{shown}"
-        cost = len(entry) + (1 if entries else 0)
+        entry = Entry(source, links.get(source.field_key), shown, from_result=source is not candidate)
+        # Every hit costs its whole entry, listed apart or not: the listing then stops where the windows
+        # statement's walk stops (windows.py), whichever statement cut the windows, and the text only
+        # gets shorter (a name on a header costs less than an entry).
+        cost = len(entry.text()) + (1 if represented else 0)
+        same = by_shape.get(entry.shape())
         if used + cost > budget:
             listing = False
             first_left_out = candidate
             continue
         used += cost
-        entries.append(entry)
+        represented += 1
         listed.setdefault(key, []).append(window)
-        hits.append(
-            Hit(
-                message_id=candidate.message_id,
-                session_id=candidate.session_id,
-                generation=candidate.generation,
-                role=candidate.role,
-                field=candidate.field_name,
-                window=shown,
-                tool=link.tool if link else None,
-                result_message_ids=link.result_message_ids if link else (),
-                call_message_id=link.call_message_id if link else None,
-            )
-        )
-    lines = entries
-    hidden = total - len(hits)
+        if same is not None:
+            same.identical.append(candidate.message_id)
+        else:
+            entries.append(entry)
+            by_shape[entry.shape()] = entry
+    hits = [entry.hit() for entry in entries]
+    lines = [entry.text() for entry in entries]
+    hidden = total - represented
     next_position = None
     if first_left_out is not None:
         next_position = CursorPosition(
             term=first_left_out.term,
             message_id=first_left_out.message_id,
             arg_id=first_left_out.arg_id,
-            listed_before=listed_before + len(hits),
+            listed_before=listed_before + represented,
         )
     cursor = sign(next_position) if sign is not None and next_position is not None else None
     if hidden > 0 or (bounded and total):

@@ -7,7 +7,7 @@ content before arguments, so a key stays put while new messages arrive (they
 sort before it): the next page is every candidate at or after the key.
 
 The cursor is ``django.core.signing.TimestampSigner`` over a fixed-width
-payload, salted with the caller, channel and query: another caller's or
+payload, salted with the caller, channel, query and filters: another caller's or
 another query's cursor fails the signature, an old one fails ``max_age``.
 Every cursor has the same length (``CURSOR_CHARS``), so the more-hits line
 can be reserved before the listing knows where it stops.
@@ -45,8 +45,9 @@ def listing_key(term: int, message_id: int, arg_id: int) -> tuple[int, int, int]
     return (term, -message_id, arg_id)
 
 
-def _salt(*, user_id: Any, channel: str | None, query: str) -> str:
-    bound = hashlib.sha256(f"{user_id}\0{channel or ''}\0{query.strip()}".encode()).hexdigest()
+def _salt(*, user_id: Any, channel: str | None, query: str, filters: Any = None) -> str:
+    # ``filters``: search_memory's tool and role filters (a cursor of a filtered listing is no other's).
+    bound = hashlib.sha256(f"{user_id}\0{channel or ''}\0{query.strip()}\0{filters!r}".encode()).hexdigest()
     return f"{_SALT}:{bound}"
 
 
@@ -54,8 +55,8 @@ def _payload(position: CursorPosition) -> str:
     return "".join(f"{value:0{_DIGITS}d}" for value in position)
 
 
-def cursor_sign(position: CursorPosition, *, user_id: Any, channel: str | None, query: str) -> str:
-    signer = signing.TimestampSigner(salt=_salt(user_id=user_id, channel=channel, query=query))
+def cursor_sign(position: CursorPosition, *, user_id: Any, channel: str | None, query: str, filters: Any = None) -> str:
+    signer = signing.TimestampSigner(salt=_salt(user_id=user_id, channel=channel, query=query, filters=filters))
     return signer.sign(signing.b64_encode(_payload(position).encode()).decode())
 
 
@@ -65,11 +66,11 @@ def cursor_chars() -> int:
     return len(cursor_sign(CursorPosition(0, 0, 0, 0), user_id=0, channel=None, query="x"))
 
 
-def cursor_read(cursor: Any, *, user_id: Any, channel: str | None, query: str) -> CursorPosition:
+def cursor_read(cursor: Any, *, user_id: Any, channel: str | None, query: str, filters: Any = None) -> CursorPosition:
     """The position a cursor holds; InvalidInput when it is malformed, expired, or another caller's or query's."""
     if not isinstance(cursor, str) or not cursor.strip():
         raise InvalidInput("cursor must be the non-empty string a previous search_memory answer gave", field="cursor")
-    signer = signing.TimestampSigner(salt=_salt(user_id=user_id, channel=channel, query=query))
+    signer = signing.TimestampSigner(salt=_salt(user_id=user_id, channel=channel, query=query, filters=filters))
     try:
         encoded = signer.unsign(cursor.strip(), max_age=CURSOR_MAX_AGE_SECONDS)
     except signing.SignatureExpired:

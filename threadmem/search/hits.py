@@ -74,6 +74,9 @@ class Hit:
     tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (links.py)
     result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
     call_message_id: int | None = None  # a hit in a tool result: the message holding its call
+    result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length in characters
+    arguments: str = ""  # a tool-argument hit: the call's other arguments in brief (bounded.args_brief)
+    identical_message_ids: tuple[int, ...] = ()  # later hits with the same window, listed in this one
 
 
 @dataclass
@@ -101,3 +104,6 @@ class HitLink(NamedTuple):
     tool: str | None  # None: no call stored (a tool result) / not a tool hit
     result_message_ids: tuple[int, ...] = ()
     call_message_id: int | None = None
+    result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length, as result_message_ids
+    call_index: int | None = None  # a tool-argument hit: its call's place in the message's tool_calls
+    arguments: tuple[tuple[str, str], ...] = ()  # a tool-argument hit: its call's arguments, each cut short

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -10,7 +10,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from threadmem.errors import InvalidInput
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.lib.validate import check_text
-from threadmem.models import ToolCall
+from threadmem.models import Message, ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import semantic
 from threadmem.search.bounded import QUERY_MAX_CHARS, header_lines, merge
@@ -21,6 +21,10 @@ from threadmem.search.log import logged_call
 from threadmem.search.observe import search_observed
 
 CHANNEL_MAX_CHARS = 255
+# The tool filter: at most this many names, each a stored tool name's length at most.
+TOOL_FILTER_MAX_NAMES = 20
+TOOL_NAME_MAX_CHARS = 255
+ROLES = tuple(Message.Role.values)
 
 
 @dataclass
@@ -60,6 +64,30 @@ def _check_channel(channel: Any) -> str | None:
     return channel
 
 
+def _check_tools(tool: Any) -> tuple[str, ...]:
+    """``tool``: one tool name or a list of them (any case); None or empty: every hit."""
+    names = [tool] if isinstance(tool, str) else tool if isinstance(tool, list) else None
+    if tool is None:
+        return ()
+    if names is None or not all(isinstance(name, str) for name in names):
+        raise InvalidInput("tool must be a tool name (Read, Bash, ...) or a list of tool names", field="tool")
+    checked = [check_text(name, name="tool").strip() for name in names]
+    checked = list(dict.fromkeys(name for name in checked if name))
+    if len(checked) > TOOL_FILTER_MAX_NAMES:
+        raise InvalidInput(f"tool names at most {TOOL_FILTER_MAX_NAMES} tools at once", field="tool")
+    if any(len(name) > TOOL_NAME_MAX_CHARS for name in checked):
+        raise InvalidInput(f"a tool name is at most {TOOL_NAME_MAX_CHARS} characters", field="tool")
+    return tuple(checked)
+
+
+def _check_role(role: Any) -> str | None:
+    if role is None or role == "":
+        return None
+    if not isinstance(role, str) or role.strip() not in ROLES:
+        raise InvalidInput(f"role must be one of {', '.join(ROLES)}; got {role!r}", field="role")
+    return role.strip()
+
+
 def _terms(query: str, *, global_scope: bool) -> list[str]:
     terms = query_terms(query)
     if not terms:
@@ -83,23 +111,28 @@ def search_memory(
     query: str,
     channel: str | None = None,
     cursor: str | None = None,
+    tool: str | list[str] | None = None,
+    role: str | None = None,
     surface: str = "api",
 ) -> SearchResult:
     """The bounded pull interface (SPEC §2, §9). Logs one ToolCall row, refused calls included.
 
     ``cursor``: the ``next_cursor`` of an earlier answer to the same caller, query and channel; the answer
-    then lists the hits after the ones that answer listed.
+    then lists the hits after the ones that answer listed. ``tool`` (a name or a list) and ``role`` keep only
+    the hits of those tools' calls and results, and of messages of that role; a cursor is bound to them too.
     """
-    arguments = {"query": query, "channel": channel}
-    if cursor is not None:
-        arguments["cursor"] = cursor
+    arguments: dict[str, Any] = {"query": query, "channel": channel}
+    for name, value in (("cursor", cursor), ("tool", tool), ("role", role)):
+        if value is not None:
+            arguments[name] = value
     with logged_call(tool=ToolCall.Tool.SEARCH_MEMORY, user=user, surface=surface, arguments=arguments) as call:
         query = _check_query(query)
         channel = _check_channel(channel)
-        scope = resolve_scope(user=user, channel=channel)
+        tools, role = _check_tools(tool), _check_role(role)
+        scope = replace(resolve_scope(user=user, channel=channel), tools=tools, role=role)
         call.thread_id = scope.thread_id
         terms = _terms(query, global_scope=scope.is_global)
-        bound = {"user_id": user.pk, "channel": scope.channel, "query": query}
+        bound = {"user_id": user.pk, "channel": scope.channel, "query": query, "filters": (tools, role)}
         start = cursor_read(cursor, **bound) if cursor is not None else None
         semantic_text = semantic.start(scope=scope, query=query, terms=terms)
         literal = literal_search(

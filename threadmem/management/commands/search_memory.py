@@ -2,6 +2,7 @@
 
 manage.py search_memory "kubectl rollout" --channel slack:C042/1700000000.1 --user alice
 manage.py search_memory "~/.ssh/id_ed25519"            # global scope, as the first superuser
+manage.py search_memory "/srv/app.py" --tool Read --tool Edit --role assistant
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ class Command(BaseCommand):
         parser.add_argument("query", help="the query, as the model would send it")
         parser.add_argument("--channel", help="the thread to search; omit (or '*') for every readable thread")
         parser.add_argument(
+            "--tool", action="append", help="only hits of this tool's calls and results (repeat for several)"
+        )
+        parser.add_argument("--role", help="only hits in messages of this role (user, assistant, tool, system)")
+        parser.add_argument(
             "--user", help="search as this username (its reach applies); default: the first active superuser"
         )
 
@@ -39,7 +44,12 @@ class Command(BaseCommand):
                 raise CommandError("no active superuser to search as: pass --user USERNAME")
         try:
             result = search_memory(
-                user=user, query=options["query"], channel=options.get("channel"), surface=ToolCall.Surface.CLI
+                user=user,
+                query=options["query"],
+                channel=options.get("channel"),
+                tool=options.get("tool"),
+                role=options.get("role"),
+                surface=ToolCall.Surface.CLI,
             )
         except DomainError as err:
             raise CommandError(err.message) from None

@@ -99,7 +99,11 @@ def _literal_search(
             for row in rows
             if row.position is not None
         },
-        {(row.message_id, row.arg_id): link_of(row.link_tool, row.link_ids) for row in rows if row.position},
+        {
+            (row.message_id, row.arg_id): link_of(row.link_tool, row.link_ids, row.link_arguments)
+            for row in rows
+            if row.position
+        },
     )
     bounded = False
     if scope.is_global:

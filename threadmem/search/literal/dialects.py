@@ -109,6 +109,10 @@ class Dialect:
         """The aggregate of integer ``column`` as comma-separated text (any order; NULL over no rows)."""
         return f"group_concat({column}, ',')"
 
+    def sized_id_list(self, column: str, body: str) -> str:
+        """``id_list`` with each id's ``body`` length in characters: ``<id>:<chars>,…``."""
+        return f"group_concat({column} || ':' || length({body}), ',')"
+
     def prepare(self) -> None:
         """Make the connection ready for the statements below."""
 
@@ -204,6 +208,9 @@ class PostgresDialect(Dialect):
 
     def id_list(self, column: str) -> str:
         return f"string_agg(CAST({column} AS text), ',')"
+
+    def sized_id_list(self, column: str, body: str) -> str:
+        return f"string_agg(CAST({column} AS text) || ':' || char_length({body}), ',')"
 
 
 def ifind(field: str | None, folded_term: str | None) -> int:

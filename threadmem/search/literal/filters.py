@@ -58,3 +58,57 @@ def scope_sql(
             params.append(part.max_seq)
         clauses.append(f"({clause})")
     return "(" + " OR ".join(clauses) + ")", params
+
+
+def _tool_names(scope: SearchScope) -> tuple[str, list[Any]]:
+    return ", ".join(["%s"] * len(scope.tools)), [name.lower() for name in scope.tools]
+
+
+def hit_filter_sql(scope: SearchScope, *, message: str, argument: str | None = None) -> tuple[str, list[Any]]:
+    """search_memory's ``tool`` and ``role`` filters on a match branch's rows ("1 = 1" without filters).
+
+    ``argument``: the branch matches tool arguments (alias ``argument``),
+    which pass when their call is one of the tools; a content branch's
+    message passes as a tool result of one of them (through its call's
+    argument rows, the (thread, tool_call_id) index).
+    """
+    clauses: list[str] = []
+    params: list[Any] = []
+    if scope.role:
+        clauses.append(f"{message}.role = %s")
+        params.append(scope.role)
+    if scope.tools:
+        names, names_params = _tool_names(scope)
+        if argument is not None:
+            clauses.append(f"lower({argument}.tool_name) IN ({names})")
+            params += names_params
+        else:
+            clauses.append(
+                f"({message}.role = %s AND {message}.tool_call_id <> '' AND EXISTS (SELECT 1 FROM "
+                f"threadmem_toolargument tf WHERE tf.thread_id = {message}.thread_id "
+                f"AND tf.tool_call_id = {message}.tool_call_id AND lower(tf.tool_name) IN ({names})))"
+            )
+            params += [Message.Role.TOOL, *names_params]
+    return " AND ".join(clauses) or "1 = 1", params
+
+
+def candidate_filter_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
+    """The same filters on a statement's candidate rows (``alias``: message_id, arg_id, role), for the branches
+    that do not apply ``hit_filter_sql`` themselves (the newest messages, an owner's window)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if scope.role:
+        clauses.append(f"{alias}.role = %s")
+        params.append(scope.role)
+    if scope.tools:
+        names, names_params = _tool_names(scope)
+        clauses.append(
+            f"(CASE WHEN {alias}.arg_id <> 0 THEN EXISTS (SELECT 1 FROM threadmem_toolargument tf "
+            f"WHERE tf.id = {alias}.arg_id AND lower(tf.tool_name) IN ({names})) "
+            "ELSE EXISTS (SELECT 1 FROM threadmem_message tm JOIN threadmem_toolargument tf "
+            "ON tf.thread_id = tm.thread_id AND tf.tool_call_id = tm.tool_call_id "
+            f"WHERE tm.id = {alias}.message_id AND tm.role = %s AND tm.tool_call_id <> '' "
+            f"AND lower(tf.tool_name) IN ({names})) END)"
+        )
+        params += [*names_params, Message.Role.TOOL, *names_params]
+    return " AND ".join(clauses) or "1 = 1", params

@@ -22,6 +22,7 @@ search's scope (a fork's ancestor up to its fork point).
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
 from threadmem.models import Message
@@ -32,38 +33,63 @@ from threadmem.search.literal.filters import searchable_sql
 
 
 class Link(NamedTuple):
-    """A hit's other half as the statement returns it, before ``parse``."""
+    """A hit's other half as the statement returns it, before ``hit_link``."""
 
     tool: str | None
-    ids: str | None  # comma-separated message ids
+    ids: str | None  # comma-separated message ids; a call's results as ``<id>:<chars>``
+    arguments: str | None = None  # a call's index and arguments in brief, JSON (``call_arguments_sql``)
 
 
-def link_of(tool: str | list[str | None] | None, ids: str | None) -> Link:
-    """The two link columns of a statement's row as a ``Link``.
+def link_of(tool: str | list[str | None] | None, ids: str | None, arguments: str | None = None) -> Link:
+    """The link columns of a statement's row as a ``Link``.
 
-    ``threadmem_hit_link`` answers both in its first column, as an array
-    (one call a row); the inline SQL answers one in each.
+    ``threadmem_hit_link`` answers all three in its first column, as an
+    array (one call a row); the inline SQL answers one in each.
     """
     if isinstance(tool, list):
-        return Link(tool[0], tool[1])
-    return Link(tool, ids)
+        return Link(*(tool + [None] * 3)[:3])
+    return Link(tool, ids, arguments)
 
 
-def _ids(text: str | None) -> tuple[int, ...]:
+def _ids(text: str | None) -> dict[int, int | None]:
+    """``<id>[:<chars>],…`` as {id: chars}, sorted by id."""
+    found: dict[int, int | None] = {}
+    for part in (text or "").split(","):
+        if part:
+            message_id, _, chars = part.partition(":")
+            found[int(message_id)] = int(chars) if chars else None
+    return dict(sorted(found.items()))
+
+
+def _arguments(text: str | None) -> tuple[int | None, tuple[tuple[str, str], ...]]:
+    """``[call_index, [key, value], …]`` (``call_arguments_sql``) as (call_index, ((key, value), …))."""
     if not text:
-        return ()
-    return tuple(sorted({int(part) for part in text.split(",") if part}))
+        return None, ()
+    try:
+        index, *pairs = json.loads(text)
+    except (ValueError, TypeError):  # pragma: no cover - built by our own SQL
+        return None, ()
+    brief = tuple((str(pair[0]), "" if pair[1] is None else str(pair[1])) for pair in pairs if len(pair) == 2)
+    return index, brief
 
 
 def hit_link(link: Link | None, *, arg_id: int, role: str) -> HitLink | None:
     """What a hit's header and JSON say of its other half; None for a hit that is no tool's."""
     if arg_id:
-        return HitLink(tool=(link.tool if link else None) or "", result_message_ids=_ids(link.ids if link else None))
+        results = _ids(link.ids if link else None)
+        call_index, arguments = _arguments(link.arguments if link else None)
+        return HitLink(
+            tool=(link.tool if link else None) or "",
+            result_message_ids=tuple(results),
+            result_chars=tuple(chars or 0 for chars in results.values()),
+            call_index=call_index,
+            arguments=arguments,
+        )
     if role != Message.Role.TOOL:
         return None
     if link is None or link.tool is None or not link.ids:
         return HitLink(tool=None)
-    return HitLink(tool=link.tool, call_message_id=_ids(link.ids)[0])
+    return HitLink(tool=link.tool, call_message_id=next(iter(_ids(link.ids))))
 
 
 class LinkSql(NamedTuple):
@@ -71,13 +97,47 @@ class LinkSql(NamedTuple):
     tool_params: list[Any]
     ids: str
     ids_params: list[Any]
+    arguments: str = "CAST(NULL AS text)"
 
     def when(self, condition: str) -> tuple[str, list[Any]]:
-        """The two columns, evaluated only for rows where ``condition`` holds (the rows that got a window)."""
+        """The three columns, evaluated only for rows where ``condition`` holds (the rows that got a window)."""
         return (
-            f"CASE WHEN {condition} THEN {self.tool} END, CASE WHEN {condition} THEN {self.ids} END",
+            f"CASE WHEN {condition} THEN {self.tool} END, CASE WHEN {condition} THEN {self.ids} END, "
+            f"CASE WHEN {condition} THEN {self.arguments} END",
             [*self.tool_params, *self.ids_params],
         )
+
+
+# A call's arguments in brief (SPEC §9): its first few top-level keys, each key and value cut to this many
+# characters in the database (one more, so the header can tell a cut value); bounded.args_brief lays them out.
+ARGUMENT_KEYS_MAX = 12
+ARGUMENT_CHARS = 48
+
+
+def call_arguments_sql(vendor: str, message_id: str, call_index: str) -> str:
+    """``[call_index, [key, value], …]`` as JSON text: the call's top-level arguments, each cut short.
+
+    Reads the call message's ``tool_calls`` once; only a few dozen characters
+    of each argument leave the database, however large the call.
+    """
+    cut = ARGUMENT_CHARS + 1
+    if vendor == "postgresql":
+        value = "CASE jsonb_typeof(e.value) WHEN 'string' THEN e.value #>> '{}' ELSE CAST(e.value AS text) END"
+        return (
+            f"(SELECT '[' || {call_index} || coalesce(',' || string_agg(CAST(json_build_array(left(e.key, {cut}), "
+            f"left({value}, {cut})) AS text), ','), '') || ']' FROM (SELECT x.key, x.value "
+            f"FROM threadmem_message lm CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof("
+            f"lm.tool_calls -> CAST({call_index} AS integer) -> 'arguments') = 'object' THEN "
+            f"lm.tool_calls -> CAST({call_index} AS integer) -> 'arguments' END) x "
+            f"WHERE lm.id = {message_id} LIMIT {ARGUMENT_KEYS_MAX}) e)"
+        )
+    return (
+        f"(SELECT '[' || {call_index} || coalesce(',' || group_concat(json_array(substr(e.key, 1, {cut}), "
+        f"substr(CAST(e.value AS text), 1, {cut})), ','), '') || ']' FROM (SELECT x.key, x.value "
+        f"FROM threadmem_message lm, json_each(lm.tool_calls, '$[' || {call_index} || '].arguments') x "
+        f"WHERE lm.id = {message_id} AND json_type(lm.tool_calls, '$[' || {call_index} || '].arguments') = 'object' "
+        f"LIMIT {ARGUMENT_KEYS_MAX}) e)"
+    )
 
 
 def fork_cap_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
@@ -131,16 +191,18 @@ CREATE OR REPLACE FUNCTION threadmem_hit_link(
 DECLARE
     v_tool text;
     v_ids text;
+    v_arguments text;
 BEGIN
     IF p_arg_id <> 0 THEN
         SELECT la.tool_name, (
-            SELECT string_agg(CAST(lr.id AS text), ',') FROM threadmem_message lr
+            SELECT string_agg(CAST(lr.id AS text) || ':' || char_length(lr.content), ',') FROM threadmem_message lr
             WHERE la.tool_call_id <> '' AND lr.thread_id = la.thread_id AND lr.tool_call_id = la.tool_call_id
             AND lr.tool_call_id <> '' AND lr.role = {tool} AND {result_searchable}
             AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
-                            WHERE lr.thread_id = c.t AND lr.seq > c.s))
-        INTO v_tool, v_ids FROM threadmem_toolargument la WHERE la.id = p_arg_id;
-        RETURN ARRAY[v_tool, v_ids];
+                            WHERE lr.thread_id = c.t AND lr.seq > c.s)),
+            {call_arguments_sql("postgresql", "la.message_id", "la.call_index")}
+        INTO v_tool, v_ids, v_arguments FROM threadmem_toolargument la WHERE la.id = p_arg_id;
+        RETURN ARRAY[v_tool, v_ids, v_arguments];
     END IF;
     SELECT la.tool_name, CAST(lc.id AS text) INTO v_tool, v_ids
     FROM threadmem_message lt
@@ -161,7 +223,7 @@ def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: s
     """The ``tool`` and ``ids`` column expressions for the field (``message_id``, ``arg_id``)."""
     if dialect.has_link_function:
         threads, seqs = _caps(scope)
-        # Both halves in the first column, one call a row (link_of splits them).
+        # Every part in the first column, one call a row (link_of splits them).
         call = f"threadmem_hit_link({message_id}, {arg_id}, CAST(%s AS bigint[]), CAST(%s AS bigint[]))"
         return LinkSql(call, [threads, seqs], "CAST(NULL AS text)", [])
     result_searchable, result_searchable_params = searchable_sql("lr")
@@ -171,7 +233,7 @@ def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: s
     # Each lookup starts from its one row (fenced, so the planner cannot start
     # from the scope's thread instead) and follows the (thread, tool_call_id) indexes.
     results = (
-        f"(SELECT {dialect.id_list('lr.id')} FROM (SELECT la.thread_id, la.tool_call_id "
+        f"(SELECT {dialect.sized_id_list('lr.id', 'lr.content')} FROM (SELECT la.thread_id, la.tool_call_id "
         f"FROM threadmem_toolargument la WHERE la.id = {arg_id} AND la.tool_call_id <> '' {dialect.fence}) c "
         "JOIN threadmem_message lr ON lr.thread_id = c.thread_id AND lr.tool_call_id = c.tool_call_id "
         f"WHERE lr.tool_call_id <> '' AND lr.role = %s AND {result_searchable} AND {result_scope})"
@@ -194,4 +256,9 @@ def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: s
         f"ELSE {call('la.tool_name')} END"
     )
     ids = f"CASE WHEN {arg_id} <> 0 THEN {results} ELSE {call('CAST(lc.id AS text)')} END"
-    return LinkSql(tool, call_params, ids, [*results_params, *call_params])
+    call_arguments = call_arguments_sql(dialect.vendor, "lx.message_id", "lx.call_index")
+    arguments = (
+        f"CASE WHEN {arg_id} <> 0 THEN (SELECT {call_arguments} FROM threadmem_toolargument lx "
+        f"WHERE lx.id = {arg_id}) END"
+    )
+    return LinkSql(tool, call_params, ids, [*results_params, *call_params], arguments)

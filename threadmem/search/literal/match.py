@@ -25,7 +25,7 @@ from threadmem.search.bounded import (
 from threadmem.search.hits import Candidate
 from threadmem.search.literal import newest, owner
 from threadmem.search.literal.dialects import Dialect, like_contains
-from threadmem.search.literal.filters import scope_sql, searchable_sql
+from threadmem.search.literal.filters import candidate_filter_sql, hit_filter_sql, scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
 from threadmem.search.literal.tokens import common_words, newest_first_terms, token_branch, token_terms
 
@@ -45,6 +45,7 @@ class MatchRow(NamedTuple):
     piece: str | None  # the window's characters when position > 0
     link_tool: str | list[str | None] | None  # with a window: the tool and other half (links.link_of)
     link_ids: str | None
+    link_arguments: str | None
 
     def candidate(self) -> Candidate:
         return Candidate(
@@ -176,8 +177,10 @@ def _match_sql(
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
     scopes = {
-        "content": scope_sql(scope, dialect, message="m"),
-        "argument": scope_sql(scope, dialect, message="m", argument="a"),
+        "content": _and(scope_sql(scope, dialect, message="m"), hit_filter_sql(scope, message="m")),
+        "argument": _and(
+            scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")
+        ),
     }
     branches = []
     params: list[Any] = []
@@ -263,6 +266,10 @@ def _match_sql(
     return with_small_windows(matches, params, terms, dialect, scope=scope, start=start)
 
 
+def _and(*parts: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+    return " AND ".join(sql for sql, _ in parts), [param for _, params in parts for param in params]
+
+
 def _not_older_than_content_sql(index: int, *, indexed: bool) -> str:
     """What a global term's argument branch adds to its WHERE: no message older than its content branch's last row
     when that branch reached the limit.
@@ -343,6 +350,9 @@ def with_small_windows(
     links, links_params = link_sql(scope, dialect, message_id="w.message_id", arg_id="w.arg_id").when(
         f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')"
     )
+    # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
+    # window do not apply them (a no-op "1 = 1" without filters).
+    filtered, filtered_params = candidate_filter_sql(scope, "u")
     body = (
         "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
         "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
@@ -362,7 +372,7 @@ def with_small_windows(
         f"sum(CASE WHEN {after} THEN {cost} ELSE 0 END) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, "
         f"u.arg_id ROWS UNBOUNDED PRECEDING) - CASE WHEN {after} THEN {cost} ELSE 0 END AS before, "
         f"CASE WHEN {after} THEN 1 ELSE 0 END AS after "
-        f"FROM ({matches}) u JOIN t ON t.term = u.term"
+        f"FROM ({matches}) u JOIN t ON t.term = u.term WHERE {filtered}"
         f") s {dialect.fence}) v {dialect.fence}) w "
         "ORDER BY w.term, w.message_id DESC, w.arg_id"
     )
@@ -373,4 +383,5 @@ def with_small_windows(
         THREAD_LITERAL_MAX_CHARS,
         *after_params * 3,
         *params,
+        *filtered_params,
     ]

@@ -15,7 +15,15 @@ from django.db import connection
 
 from threadmem.lib.windows import Window, window_from_slice
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD, WindowKey, fields_to_window, hit_header
+from threadmem.search.bounded import (
+    HEAD_MARK,
+    TAIL_MARK,
+    WINDOW_CHARS,
+    WINDOW_LEAD,
+    WindowKey,
+    fields_to_window,
+    hit_header,
+)
 from threadmem.search.hits import Candidate
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
@@ -30,6 +38,7 @@ class WindowRow(NamedTuple):
     piece: str | None  # the window's characters
     link_tool: str | list[str | None] | None  # the field's tool and other half (links.link_of)
     link_ids: str | None
+    link_arguments: str | None
 
 
 def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect) -> tuple[str, list]:
@@ -155,22 +164,22 @@ def cut_windows(
     pairs = list(enumerate([*seeded, *walked]))
     if not pairs:
         return Cut({}, {})
+    first_candidate: dict[tuple[int, int], Candidate] = {}
+    for candidate in candidates:
+        first_candidate.setdefault(candidate.field_key, candidate)
+    opened: set[tuple[int, int]] = set()
+    costs = [-1] * len(seeded)
+    for key, term in walked:
+        opener = first_candidate[key]
+        if key not in opened and term == opener.term:
+            opened.add(key)
+            costs.append(len(hit_header(opener)))
+        else:
+            costs.append(-1)
     if all(pair in cut.windows for _, pair in pairs):
-        return Cut({pair: cut.windows[pair] for _, pair in pairs}, cut.links)
+        return Cut(walk_reach(pairs, costs, cut.windows, budget=budget), cut.links)
     cut_here: dict[WindowKey, tuple[int, Window] | None] = {}
     if dialect.vendor == "postgresql":
-        first_candidate: dict[tuple[int, int], Candidate] = {}
-        for candidate in candidates:
-            first_candidate.setdefault(candidate.field_key, candidate)
-        opened: set[tuple[int, int]] = set()
-        costs = [-1] * len(seeded)
-        for key, term in walked:
-            opener = first_candidate[key]
-            if key not in opened and term == opener.term:
-                opened.add(key)
-                costs.append(len(hit_header(opener)))
-            else:
-                costs.append(-1)
         statement, params = window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
     else:
         cut_here = {pair: None for _, pair in pairs}
@@ -182,5 +191,32 @@ def cut_windows(
             _, pair = pairs[row.ordinal]
             cut_here[pair] = window_at(row.position, row.piece)
             if row.position:
-                links[pair[0]] = link_of(row.link_tool, row.link_ids)
-    return Cut(cut_here, links)
+                links[pair[0]] = link_of(row.link_tool, row.link_ids, row.link_arguments)
+    return Cut(walk_reach(pairs, costs, cut_here, budget=budget), links)
+
+
+def walk_reach(
+    pairs: Sequence[tuple[int, WindowKey]],
+    costs: Sequence[int],
+    windows: dict[WindowKey, tuple[int, Window] | None],
+    *,
+    budget: int,
+) -> dict[WindowKey, tuple[int, Window] | None]:
+    """The windows ``window_sql_walk`` would cut: the pairs up to where its running cost passes ``budget``.
+
+    Whichever statement cut the windows (the match's small ones, SQLite's
+    all), the listing then reaches the same hits: identical windows and one
+    entry per call make entries cheaper than the walk counts them, so
+    without this the listing would run on into windows only one path cut.
+    """
+    used = 0
+    reached: dict[WindowKey, tuple[int, Window] | None] = {}
+    for (_, pair), cost in zip(pairs, costs, strict=True):
+        if used > budget:
+            break
+        if pair not in windows:
+            continue
+        computed = reached[pair] = windows[pair]
+        if cost >= 0 and computed:
+            used += cost + 1 + len(computed[1].render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK))
+    return reached
