@@ -6,9 +6,10 @@
 The data is LoCoMo (github.com/snap-research/LoCoMo, ``data/locomo10.json``;
 licensed CC BY-NC 4.0, so it is never committed: pass its path). Each of its
 10 conversations becomes a thread (channel ``locomo:<sample_id>``), one
-message per dialog turn: ``source_id`` is the turn's ``dia_id``, the first
-speaker is ``user`` and the second ``assistant``, and a shared image's caption
-is appended (``[shares an image: <caption>]``). Every question of categories
+message per dialog turn, as a transcript reads: ``<speaker>: <text>``, a
+shared image's caption appended (``[shares an image: <caption>]``);
+``source_id`` is the turn's ``dia_id``, the first speaker is ``user`` and the
+second ``assistant``. Every question of categories
 1-4 with evidence is asked through ``search_memory`` exactly as written, with
 the channel of its conversation; an evidence turn counts as found when its
 messageId appears anywhere in the one answer (literal or ranked part).
@@ -110,7 +111,7 @@ def turns(sample: dict) -> list[dict]:
     messages = []
     for key in sessions:
         for turn in conversation[key]:
-            text = turn.get("text", "")
+            text = f"{turn['speaker']}: {turn.get('text', '')}"
             if turn.get("blip_caption"):
                 text = f"{text} [shares an image: {turn['blip_caption']}]"
             role = "user" if turn["speaker"] == first else "assistant"

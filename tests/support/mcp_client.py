@@ -39,7 +39,9 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
 
 def child_env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "THREADMEM_TOKEN"}
-    return {**env, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **extra}
+    # The static model stays off in the child as in the suite (tests/conftest.py: static_embeddings_off).
+    quiet = {"THREADMEM_STATIC_EMBEDDINGS": "false"}
+    return {**env, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **quiet, **extra}
 
 
 def stdio_server(token: str | None, **extra_env: str) -> StdioServerParameters:

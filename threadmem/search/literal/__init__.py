@@ -69,7 +69,7 @@ def literal_search(
     ``start``: a later page (``cursor.py``) lists the candidates from its key on, the same statements running;
     ``sign`` makes the cursor of the page after this one. ``described_max_chars``: the literal part's cap
     when the query has several terms and the whole query matches nothing (a described question; the ranked
-    lane takes the room, ``search/ranked/share.py``); None keeps ``THREAD_LITERAL_MAX_CHARS``.
+    lane takes the room, ``search/ranked/share.py``), first page only; None keeps ``THREAD_LITERAL_MAX_CHARS``.
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
@@ -102,7 +102,8 @@ def literal_search(
             kept.append(candidate)
         candidates = kept
     max_chars = THREAD_LITERAL_MAX_CHARS
-    if described_max_chars is not None and len(terms) > 1 and not any(c.term == 0 for c in candidates):
+    described = len(terms) > 1 and not any(c.term == 0 for c in candidates)
+    if described_max_chars is not None and described and key is None:
         max_chars = described_max_chars
     seeds: list[Candidate] = []
     if key is not None:

@@ -7,9 +7,12 @@ The rule (docs/search.md, "Ranked memory results"), within SPEC §2's caps
   identifier, a path): the literal part keeps its 8,000 characters, the
   ranked lane has what is left;
 - a described question (several terms, no literal hit of the whole query,
-  only of its words): the literal part stops at ``DESCRIBED_LITERAL_MAX_CHARS``
-  (its newest word hits, as SPEC §2 orders them), and the ranked lane takes
-  the rest, best first. Measured on the tune half of LoCoMo (bench/described.py).
+  only of its words), first page: the literal part lists no word hit, only
+  the line that counts them and offers the cursor (``DESCRIBED_LITERAL_MAX_CHARS``);
+  the ranked lane takes the rest, best first. The newest hits of single
+  words rarely hold the evidence; the ranked lane's keyword ranking orders
+  the same words by rarity. A cursor page lists word hits as SPEC §2 says.
+  Measured on the tune half of LoCoMo (bench/described.py).
 
 The ranked lane's entries never repeat a message the literal part lists, and
 stop at an entry's end, so the whole result is not cut mid-window.
@@ -19,7 +22,10 @@ from __future__ import annotations
 
 from threadmem.search.ranked.lane import RankedText
 
-DESCRIBED_LITERAL_MAX_CHARS = 2_000
+# The literal part of a described question's first page: room for its more-hits
+# line (the count and the cursor) only, no word hit. LoCoMo tune half: 0 → 61.7 %,
+# 1,000 → 60.9 %, 2,000 → 59.0 %, 8,000 → 46.2 % (docs/search.md).
+DESCRIBED_LITERAL_MAX_CHARS = 0
 ALL_LISTED = "Every ranked message is among the literal hits above."
 
 
@@ -27,6 +33,8 @@ def fit(semantic: str, *, room: int, listed: set[int]) -> str:
     """The ranked lane's text for ``room`` characters; any other provider's text as it is."""
     if not isinstance(semantic, RankedText):
         return semantic
+    if semantic.note and all(message_id in listed for message_id, _ in semantic.entries):
+        return semantic.note
     lines = [semantic.head] if semantic.head else []
     used = len(semantic.head)
     kept = 0
