@@ -135,6 +135,11 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
             services.messages_append(thread=thread, messages=services.messages_parse(turns(sample)))
         ids[channel] = dict(Message.objects.filter(thread=thread).values_list("source_id", "id"))
     tasks.wait_for_background()
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # fresh rows: the planner's statistics
+            cursor.execute("ANALYZE threadmem_message, threadmem_chunk")
     model = choice.active_model()
     if model:
         started = time.perf_counter()

@@ -195,7 +195,9 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], s
 
     def result() -> str:
         try:
-            return str(future.result(timeout=max(0.0, deadline - time.monotonic())))
+            value = future.result(timeout=max(0.0, deadline - time.monotonic()))
+            # A str subclass (the ranked lane's RankedText) is kept: ranked.fit reads its entries.
+            return value if isinstance(value, str) else str(value)
         except FutureTimeout:
             logger.warning("semantic search did not answer within %s s", deadline_seconds)
             return (

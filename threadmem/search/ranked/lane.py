@@ -33,7 +33,10 @@ from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
 from threadmem.search.ranked import keyword
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner).
-RANKED_TOP_K = 100
+RANKED_TOP_K = 80
+# Keyword pieces read per message listed (a long tool result's pieces collapse
+# into its best one; a conversation's turns are one piece each).
+KEYWORD_PIECES_PER_RESULT = 2
 # A ranked entry shows this much of its piece, from a little before the first
 # query word it holds: more, shorter entries find more (LoCoMo tune half:
 # 800 characters 66.8 %, 300 characters 67.2 %, measured in docs/search.md).
@@ -95,7 +98,7 @@ def _by_message(matches: list[retrieve.Match]) -> list[retrieve.Match]:
 
 
 def keyword_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
-    ranked = keyword.rank(scope=scope, query=query, model=model, limit=k * retrieve.CANDIDATES_PER_RESULT)
+    ranked = keyword.rank(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT)
     scores = dict(ranked)
     details = _details([chunk_id for chunk_id, _ in ranked], scores)
     return _by_message([details[chunk_id] for chunk_id, _ in ranked if chunk_id in details])[:k]
