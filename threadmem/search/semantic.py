@@ -39,7 +39,7 @@ from threadmem.embeddings import choice, retrieve
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, one_line
-from threadmem.search.ranked import ranked_results
+from threadmem.search.ranked import keyword_only, meaning_only, ranked_results
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def current_provider() -> SemanticProvider:
 
 def ranked_in_force() -> bool:
     """Whether the ranked lane is the provider in force (it takes the room of a described question)."""
-    return current_provider() is ranked_results
+    return current_provider() in (ranked_results, keyword_only, meaning_only)
 
 
 def _match_lines(match: retrieve.Match, *, with_channel: bool) -> str:
