@@ -25,4 +25,6 @@ def embed(texts: list[str], *, model: str, timeout: float | None = None) -> list
     """One vector per text from ``model``: in this process for the static model, else from the model server."""
     if model == static.STATIC_MODEL:
         return static.embed(texts)
+    if timeout is None:  # the client's own timeout (THREADMEM_LLM_TIMEOUT)
+        return llm.embed(texts, model=model)
     return llm.embed(texts, model=model, timeout=timeout)
