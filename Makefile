@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-mcp bench-import clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-mcp bench-import bench-described clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -88,6 +88,12 @@ bench-recall: $(VENV)/.installed-dev .secret_key
 
 bench-mcp: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/mcp.py
+
+# LoCoMo's data/locomo10.json (github.com/snap-research/LoCoMo, CC BY-NC 4.0: never committed).
+# The variable is LOCOMO, not PATH: a make variable named PATH would replace the shell's.
+bench-described: $(VENV)/.installed-dev .secret_key
+	@if [ -z "$(LOCOMO)" ]; then echo "usage: make bench-described LOCOMO=/path/to/locomo10.json (github.com/snap-research/LoCoMo, data/locomo10.json)" >&2; exit 2; fi
+	$(PY) bench/described.py "$(LOCOMO)"
 
 bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py

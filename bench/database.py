@@ -16,7 +16,8 @@ def django_environment(database_url: str, *, compaction: bool = True, embedding:
     """Make the repository importable and point Django at ``database_url`` unless DATABASE_URL names a database.
 
     ``compaction=False``: no automatic compaction (a worker's job, with a broker), only its threshold check on
-    every append. ``embedding=False``: no embedding model either. Call it before importing Django.
+    every append. ``embedding=False``: no embedding model either, not even the static one. Call it before
+    importing Django.
     """
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DATABASE_URL", database_url)
@@ -25,6 +26,7 @@ def django_environment(database_url: str, *, compaction: bool = True, embedding:
         os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)
     if not embedding:
         os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)
+        os.environ["THREADMEM_STATIC_EMBEDDINGS"] = "false"
 
 
 def require_postgres(script: str, *, verb: str = "measures") -> str:

@@ -304,6 +304,9 @@ def main() -> None:
             print(f"  run {run + 1}: " + " · ".join(f"{side} {rates[side][-1]:,.0f}" for side in SIDES))
     finally:
         db_conn.close()
+        from threadmem.embeddings import tasks
+
+        tasks.wait_for_background()  # the appends' embedding runs (the static model) end before their rows go
         Message.objects.filter(thread_id__in=made).delete()
         Thread.objects.filter(pk__in=made).delete()
         vacuum_analyze(connection)

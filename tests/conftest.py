@@ -137,6 +137,29 @@ def no_model(settings):
 
 
 @pytest.fixture(autouse=True)
+def static_embeddings_off(settings):
+    """The static model (on by default in the product) is off unless a test turns it on (``static_model``).
+
+    Otherwise every committed append would embed in a background thread that
+    outlives its test, and "Other memory results" would depend on its timing.
+    """
+    settings.THREADMEM_STATIC_EMBEDDINGS = False
+
+
+@pytest.fixture
+def static_model(settings):
+    """The ranked lane with the static model, as a fresh install runs it (no model server)."""
+    from threadmem.embeddings import tasks
+
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    settings.THREADMEM_EMBEDDING_MODEL = ""
+    settings.THREADMEM_STATIC_EMBEDDINGS = True
+    yield
+    tasks.wait_for_background()
+
+
+@pytest.fixture(autouse=True)
 def celery_mode(request):
     """Tasks run in-process in every test, broker or not, except tests marked ``worker``.
 

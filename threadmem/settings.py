@@ -293,6 +293,11 @@ THREADMEM_SEMANTIC_PROVIDER = env_str("THREADMEM_SEMANTIC_PROVIDER")
 # similarity to the query of at least THREADMEM_SEMANTIC_MIN_SCORE.
 THREADMEM_SEMANTIC_TOP_K = env_int("THREADMEM_SEMANTIC_TOP_K", 8, minimum=1)
 THREADMEM_SEMANTIC_MIN_SCORE = env_float("THREADMEM_SEMANTIC_MIN_SCORE", 0.3)
+# The ranked lane (SPEC §12, threadmem/search/ranked): with no embedding model
+# configured, messages are embedded with the static model shipped inside the
+# wordllama package (threadmem/embeddings/static.py, never downloaded); false:
+# no static vectors, the lane ranks by keyword relevance alone.
+THREADMEM_STATIC_EMBEDDINGS = env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
 # How long search waits for the semantic part (query embedding, ranking and the
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)

@@ -51,7 +51,9 @@ class ImportRequest(serializers.Serializer):
     """The upload's form, for the schema (the view reads it as the parsers left it)."""
 
     file = serializers.FileField(help_text="the JSONL, one record a line")
-    format = serializers.ChoiceField(choices=list(FORMATS), required=False, help_text="claude-code (default), codex or openai")
+    format = serializers.ChoiceField(
+        choices=list(FORMATS), required=False, help_text="claude-code (default), codex or openai"
+    )
     channel = serializers.CharField(
         required=False, max_length=CHANNEL_MAX_CHARS, help_text="the thread to import into (one session only)"
     )

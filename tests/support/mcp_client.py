@@ -40,8 +40,9 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
 def child_env(**extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "THREADMEM_TOKEN"}
     # The servers the tests start send structuredContent (the REST JSON the tests compare); its default,
-    # off, is tests/mcp/test_structured.py's.
-    defaults = {"THREADMEM_MCP_STRUCTURED_CONTENT": "true"}
+    # off, is tests/mcp/test_structured.py's. The static model stays off in the child as in the suite
+    # (tests/conftest.py: static_embeddings_off).
+    defaults = {"THREADMEM_MCP_STRUCTURED_CONTENT": "true", "THREADMEM_STATIC_EMBEDDINGS": "false"}
     return {**env, **defaults, "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **extra}
 
 

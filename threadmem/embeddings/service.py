@@ -2,7 +2,8 @@
 
 ``embed_thread`` is the whole job: it reads the thread's messages after its
 ``EmbeddingProgress.embedded_seq``, cuts them into pieces (``chunks.py``),
-asks the embedding model for their vectors (``llm.embed``) a batch at a time
+asks the embedding model for their vectors (``choice.embed``: the configured
+model's server, or the static model in this process) a batch at a time
 and stores each batch with the new ``embedded_seq`` in one transaction. Runs
 are idempotent: two runs over the same messages store each piece once
 (``chunk_unique_part``), so a redelivered task or an overlapping backfill
@@ -26,6 +27,7 @@ from django.db.models.functions import Coalesce, Greatest, Length
 from django.utils import timezone
 
 from threadmem import llm
+from threadmem.embeddings import choice
 from threadmem.embeddings.chunks import message_pieces
 from threadmem.fields import pgvector_in_use
 from threadmem.models import Chunk, EmbeddingProgress, Message, Thread, ToolArgument
@@ -121,7 +123,7 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     batches stored before it stay stored) before the error propagates, so the
     caller decides about retrying and operators see what happened.
     """
-    model = model or llm.embedding_model()
+    model = model or choice.active_model()
     if not model:
         raise llm.LLMNotConfigured("no embedding model is configured: set THREADMEM_EMBEDDING_MODEL")
     progress, _ = EmbeddingProgress.objects.get_or_create(thread_id=thread_id, model=model)
@@ -223,7 +225,7 @@ def _store(
     batch reads it as it is now.
     """
     if batch:
-        vectors = llm.embed([chunk.text for chunk in batch], model=model)
+        vectors = choice.embed([chunk.text for chunk in batch], model=model)
         dimensions = {len(vector) for vector in vectors}
         if len(dimensions) != 1:
             raise llm.LLMBadResponse(f"embeddings: vectors of different lengths in one answer: {sorted(dimensions)}")
@@ -249,7 +251,7 @@ def _store(
 
 def threads_behind(model: str | None = None) -> list[int]:
     """Ids of threads with messages after their embedded seq for ``model``: the backfill's work list."""
-    model = model or llm.embedding_model()
+    model = model or choice.active_model()
     embedded = EmbeddingProgress.objects.filter(thread=OuterRef("pk"), model=model).values("embedded_seq")
     return list(
         Thread.objects.annotate(embedded_seq=Coalesce(Subquery(embedded), 0))

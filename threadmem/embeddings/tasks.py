@@ -1,7 +1,8 @@
 """Embedding after appends, never in the append's way.
 
 ``embeddings_after_append`` is an after-append hook (``services.after_append_hooks``).
-With an embedding model configured it queues one ``embed_thread`` run for
+With an embedding model in force (a configured one, else the static one:
+``choice.active_model``) it queues one ``embed_thread`` run for
 the thread once the append has committed:
 
 - with a broker, as a Celery task on a worker. Model errors that may pass
@@ -27,7 +28,7 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.db import connections, transaction
 
 from threadmem import llm
-from threadmem.embeddings import service
+from threadmem.embeddings import choice, service
 from threadmem.models import Thread
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,8 @@ def wait_for_background(timeout: float = 60.0) -> None:
 
 def embeddings_after_append(thread: Thread) -> None:
     """``services.after_append_hooks``: embed the new messages once the append has committed."""
-    if not llm.embeddings_configured():
+    model = choice.active_model()
+    if not model:
         return
-    thread_id, model = thread.pk, llm.embedding_model()
+    thread_id = thread.pk
     transaction.on_commit(lambda: embed_thread_later(thread_id, model))

@@ -9,7 +9,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("threadmem", "0017_token_junction_tails"),
+        ("threadmem", "0018_chunk_keyword_index"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -47,6 +47,6 @@ def forward(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("threadmem", "0017_token_junction_tails")]
+    dependencies = [("threadmem", "0019_capture_cursor")]
 
     operations = [migrations.RunPython(forward, migrations.RunPython.noop)]

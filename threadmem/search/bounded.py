@@ -114,17 +114,20 @@ def coverage_line(coverage: Coverage) -> str:
     return COVERAGE_LINES[coverage].format(recent_mb=GLOBAL_RECENT_BYTES / 1_000_000)
 
 
-def entries_budget(candidate_count: int, *, bounded: bool, coverage: Coverage = Coverage.ALL) -> int:
+def entries_budget(
+    candidate_count: int, *, bounded: bool, coverage: Coverage = Coverage.ALL, max_chars: int = THREAD_LITERAL_MAX_CHARS
+) -> int:
     """Characters left for the listed entries: the more-hits line always fits after them.
 
     The line is reserved for the largest count it could show (every candidate
     unlisted) with a cursor (every cursor has the same length), so listing
-    never has to be undone.
+    never has to be undone. ``max_chars``: the literal part's cap (smaller for a
+    described question, ``search/ranked/share.py``).
     """
     reserved = 1 + len(more_hits_line(candidate_count, bounded=bounded, cursor="c" * cursor_chars()))
     if coverage != Coverage.ALL:
         reserved += 1 + len(coverage_line(coverage))
-    return THREAD_LITERAL_MAX_CHARS - reserved
+    return max_chars - reserved
 
 
 def fields_to_window(candidates: list[Candidate], terms: list[str], *, budget: int) -> list[WindowKey]:
@@ -177,6 +180,7 @@ def literal_part(
     listed_before: int = 0,
     links: Mapping[tuple[int, int], HitLink | None] | None = None,
     sign: Callable[[CursorPosition], str] | None = None,
+    max_chars: int = THREAD_LITERAL_MAX_CHARS,
 ) -> LiteralPart:
     """List and count the hits (see the module docstring for the rule).
 
@@ -194,7 +198,7 @@ def literal_part(
     listed (``Entry.shape``) is listed there, its message id on the header.
     """
     candidates = list(candidates)
-    budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage)
+    budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage, max_chars=max_chars)
     links = links or {}
     calls, heads = call_of_fields(candidates, links, windowed={pair for pair, cut in windows.items() if cut})
     listed: dict[tuple[int, int], list[Window]] = {}
@@ -293,6 +297,12 @@ def header_lines(
         f'channel: {one_line(channel) if channel else GLOBAL_CHANNEL} · query: "{one_line(query.strip())}" · '
         f"literal hits: {total_text} ({shown} shown)"
     )
+
+
+def semantic_room(*, header: str, literal: str) -> int:
+    """Characters the semantic part can take before ``merge`` cuts the whole result."""
+    body = f"{literal}\n" if literal else ""
+    return THREAD_SEARCH_MAX_CHARS - len(f"{header}\n{body}\n{SEMANTIC_HEADING}\n")
 
 
 def merge(*, header: str, literal: str, semantic: str) -> tuple[str, bool]:

@@ -10,7 +10,10 @@ per thread), closed when it returns.
 Which provider runs: the one installed with ``set_provider`` (tests), else
 the dotted path in the ``THREADMEM_SEMANTIC_PROVIDER`` setting, else
 ``memory_results`` (embeddings, threadmem/embeddings) once an embedding model
-is configured, else ``not_configured``, which touches no database.
+and ``THREADMEM_MEMORY_ANSWER=llm`` are configured, else the ranked lane
+(``search/ranked``, SPEC §12: keyword relevance and meaning, with the
+configured embedding model or the static one), else — no embedding model in
+force at all — ``not_configured``, which touches no database.
 
 The literal part never waits for this one past ``THREADMEM_SEMANTIC_DEADLINE``
 seconds from the start of the search: a slow or unreachable model server
@@ -32,10 +35,11 @@ from django.db import connections
 from django.utils.module_loading import import_string
 
 from threadmem import llm
-from threadmem.embeddings import retrieve
+from threadmem.embeddings import choice, retrieve
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, one_line
+from threadmem.search.ranked import keyword_only, meaning_only, ranked_results
 
 logger = logging.getLogger(__name__)
 
@@ -86,9 +90,16 @@ def current_provider() -> SemanticProvider:
     path = settings.THREADMEM_SEMANTIC_PROVIDER
     if path:
         return import_string(path)
-    if llm.embeddings_configured():
+    if llm.embeddings_configured() and settings.THREADMEM_MEMORY_ANSWER == "llm":
         return memory_results
+    if choice.active_model():
+        return ranked_results
     return not_configured
+
+
+def ranked_in_force() -> bool:
+    """Whether the ranked lane is the provider in force (it takes the room of a described question)."""
+    return current_provider() in (ranked_results, keyword_only, meaning_only)
 
 
 def _match_lines(match: retrieve.Match, *, with_channel: bool) -> str:
@@ -184,7 +195,9 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], s
 
     def result() -> str:
         try:
-            return str(future.result(timeout=max(0.0, deadline - time.monotonic())))
+            value = future.result(timeout=max(0.0, deadline - time.monotonic()))
+            # A str subclass (the ranked lane's RankedText) is kept: ranked.fit reads its entries.
+            return value if isinstance(value, str) else str(value)
         except FutureTimeout:
             logger.warning("semantic search did not answer within %s s", deadline_seconds)
             return (

@@ -12,8 +12,8 @@ from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.lib.validate import check_text
 from threadmem.models import Message, ToolCall
 from threadmem.scope import resolve_scope
-from threadmem.search import semantic
-from threadmem.search.bounded import QUERY_MAX_CHARS, header_lines, merge
+from threadmem.search import ranked, semantic
+from threadmem.search.bounded import QUERY_MAX_CHARS, header_lines, merge, semantic_room
 from threadmem.search.cursor import cursor_read, cursor_sign
 from threadmem.search.hits import Coverage, Hit, MatchedBy
 from threadmem.search.literal import literal_search
@@ -136,7 +136,11 @@ def search_memory(
         start = cursor_read(cursor, **bound) if cursor is not None else None
         semantic_text = semantic.start(scope=scope, query=query, terms=terms)
         literal = literal_search(
-            scope=scope, terms=terms, start=start, sign=lambda position: cursor_sign(position, **bound)
+            scope=scope,
+            terms=terms,
+            start=start,
+            sign=lambda position: cursor_sign(position, **bound),
+            described_max_chars=ranked.DESCRIBED_LITERAL_MAX_CHARS if semantic.ranked_in_force() else None,
         )
         header = header_lines(
             channel=scope.channel,
@@ -146,7 +150,9 @@ def search_memory(
             bounded=literal.bounded,
             stopped_early=literal.stopped_early,
         )
-        text, truncated = merge(header=header, literal=literal.text, semantic=semantic_text())
+        listed = {hit.message_id for hit in literal.hits}
+        shared = ranked.fit(semantic_text(), room=semantic_room(header=header, literal=literal.text), listed=listed)
+        text, truncated = merge(header=header, literal=literal.text, semantic=shared)
         search_observed(scope=scope, literal=literal, started=call.started)
     result = SearchResult(
         text=text,

@@ -1,7 +1,7 @@
 """``manage.py embeddings [--channel C] [--status] [--queue]``: embed what is missing, or report.
 
 Without options: embeds, in this process, every message of every thread (or
-of ``--channel``) that the configured embedding model has not embedded yet,
+of ``--channel``) that the embedding model in force (the configured one, else the static one) has not embedded yet,
 thread by thread, and prints what it did; a thread whose model call fails is
 reported (and recorded on its progress row) and the command goes on with the
 next one, exiting non-zero at the end. ``--queue`` hands each thread to the
@@ -16,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem import llm
-from threadmem.embeddings import service, tasks
+from threadmem.embeddings import choice, service, tasks
 from threadmem.models import EmbeddingProgress, Thread
 
 
@@ -29,9 +29,12 @@ class Command(BaseCommand):
         parser.add_argument("--queue", action="store_true", help="queue Celery tasks instead of embedding here")
 
     def handle(self, *args: Any, channel: str | None, status: bool, queue: bool, **options: Any) -> None:
-        model = llm.embedding_model()
-        if not llm.embeddings_configured():
-            raise CommandError("no embedding model is configured: set OPENAI_BASE_URL and THREADMEM_EMBEDDING_MODEL")
+        model = choice.active_model()
+        if not model:
+            raise CommandError(
+                "no embedding model is in force: set OPENAI_BASE_URL and THREADMEM_EMBEDDING_MODEL, "
+                "or leave THREADMEM_STATIC_EMBEDDINGS on"
+            )
         thread_ids = service.threads_behind(model)
         if channel is not None:
             try:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT, entries_budget, literal_part
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
 from threadmem.search.cursor import CursorPosition
 from threadmem.search.hits import Candidate, Coverage, LiteralPart
 from threadmem.search.literal import dialects
@@ -61,19 +61,22 @@ def literal_search(
     terms: list[str],
     start: CursorPosition | None = None,
     sign: Callable[[CursorPosition], str] | None = None,
+    described_max_chars: int | None = None,
 ) -> LiteralPart:
     """Run the literal part for ``terms`` in ``scope``: the plan's match statement(s), then at most one windows
     statement (none when nothing matches, or when the match cut every window the listing needs).
 
     ``start``: a later page (``cursor.py``) lists the candidates from its key on, the same statements running;
-    ``sign`` makes the cursor of the page after this one.
+    ``sign`` makes the cursor of the page after this one. ``described_max_chars``: the literal part's cap
+    when the query has several terms and the whole query matches nothing (a described question; the ranked
+    lane takes the room, ``search/ranked/share.py``), first page only; None keeps ``THREAD_LITERAL_MAX_CHARS``.
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
     dialect = dialects.dialect()
     dialect.prepare()
     plan = choose_plan(scope, dialect)
-    part = _literal_search(scope, terms, dialect, plan, start=start, sign=sign)
+    part = _literal_search(scope, terms, dialect, plan, start=start, sign=sign, described_max_chars=described_max_chars)
     part.plan = plan.value
     return part
 
@@ -86,6 +89,7 @@ def _literal_search(
     *,
     start: CursorPosition | None,
     sign: Callable[[CursorPosition], str] | None,
+    described_max_chars: int | None,
 ) -> LiteralPart:
     key = start.key if start is not None else None
     rows, coverage, matched_by = run_plan(plan, scope, terms, dialect, start=key)
@@ -117,6 +121,10 @@ def _literal_search(
             per_term[candidate.term] = count + 1
             kept.append(candidate)
         candidates = kept
+    max_chars = THREAD_LITERAL_MAX_CHARS
+    described = len(terms) > 1 and not any(c.term == 0 for c in candidates)
+    if described_max_chars is not None and described and key is None:
+        max_chars = described_max_chars
     seeds: list[Candidate] = []
     if key is not None:
         page = [candidate for candidate in candidates if candidate.listing_key >= key]
@@ -135,7 +143,7 @@ def _literal_search(
             matched_by=matched_by,
             listed_before=listed_before,
         )
-    budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage)
+    budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage, max_chars=max_chars)
     windows = cut_windows(candidates, terms, budget=budget, dialect=dialect, scope=scope, cut=cut, seeds=seeds)
     links = {
         key: hit_link(windows.links.get(key), arg_id=candidate.arg_id, role=candidate.role)
@@ -154,4 +162,5 @@ def _literal_search(
         listed_before=listed_before,
         links=links,
         sign=sign,
+        max_chars=max_chars,
     )

@@ -1,0 +1,252 @@
+"""Described questions: does one search_memory answer hold the evidence of a question asked as a user asks it?
+
+    make bench-described LOCOMO=/path/to/locomo10.json
+    .venv/bin/python bench/described.py /path/to/locomo10.json [--modes default,keyword,...] [--half tune]
+
+The data is LoCoMo (github.com/snap-research/LoCoMo, ``data/locomo10.json``;
+licensed CC BY-NC 4.0, so it is never committed: pass its path). Each of its
+10 conversations becomes a thread (channel ``locomo:<sample_id>``), one
+message per dialog turn, as a transcript reads: ``<speaker>: <text>``, a
+shared image's caption appended (``[shares an image: <caption>]``);
+``source_id`` is the turn's ``dia_id``, the first speaker is ``user`` and the
+second ``assistant``. Every question of categories
+1-4 with evidence is asked through ``search_memory`` exactly as written, with
+the channel of its conversation; an evidence turn counts as found when its
+messageId appears anywhere in the one answer (literal or ranked part).
+
+DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_described;
+an ``sqlite:///…`` URL works too) is created if missing and migrated; the
+conversations are loaded once (reruns reuse them) and embedded with the model
+in force (``manage.py embeddings``' path).
+
+Modes (``--modes``): ``default`` (the configuration a fresh install runs),
+``keyword`` and ``meaning`` (the ranked lane with one ranking only),
+``rarest3`` (the three words of the question rarest in its conversation, the
+default configuration), ``literal`` and ``literal-rarest3`` (no ranked lane:
+the answer before SPEC §12). Tune on the first five conversations (file
+order); the targets are read on the held-out last five.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from database import django_environment
+
+django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_described", compaction=False)
+
+import django  # noqa: E402
+
+USER = "bench-described"
+HALVES = (("tune", slice(0, 5)), ("held-out", slice(5, 10)))
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+DRAGON = "DRAGON (LoCoMo paper, Table 3, top-k of its retriever): R@5 56.7 · R@10 66.2 · R@25 76.7 · R@50 82.7"
+MODES = ("default", "keyword", "meaning", "rarest3", "literal", "literal-rarest3")
+WORD = re.compile(r"[\w'-]+")
+DIA_ID = re.compile(r"D\d+:\d+")
+TARGET = 70.0
+
+
+@dataclass
+class Stats:
+    questions: int = 0
+    evidence: int = 0
+    found: int = 0
+    messages: list[int] = field(default_factory=list)
+    chars: list[int] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+
+    def add(self, other: Stats) -> None:
+        self.questions += other.questions
+        self.evidence += other.evidence
+        self.found += other.found
+        self.messages += other.messages
+        self.chars += other.chars
+        self.ms += other.ms
+
+    def line(self, label: str) -> str:
+        if not self.questions:
+            return f"{label:<34} (no questions)"
+        ms = sorted(self.ms)
+        p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
+        return (
+            f"{label:<34} {self.questions:>4} q {self.evidence:>4} ev  "
+            f"found {100 * self.found / self.evidence:5.1f} %  "
+            f"{statistics.mean(self.messages):5.1f} msgs {statistics.mean(self.chars):7.0f} chars  "
+            f"p50 {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms"
+        )
+
+
+def setup(path: Path):
+    import os
+
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        from database import ensure_database
+
+        ensure_database(os.environ["DATABASE_URL"])
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from django.contrib.auth import get_user_model
+
+    user, _ = get_user_model().objects.get_or_create(username=USER)
+    return user
+
+
+def turns(sample: dict) -> list[dict]:
+    conversation = sample["conversation"]
+    first = conversation["speaker_a"]
+    sessions = sorted(
+        (key for key in conversation if re.fullmatch(r"session_\d+", key)), key=lambda k: int(k.split("_")[1])
+    )
+    messages = []
+    for key in sessions:
+        for turn in conversation[key]:
+            text = f"{turn['speaker']}: {turn.get('text', '')}"
+            if turn.get("blip_caption"):
+                text = f"{text} [shares an image: {turn['blip_caption']}]"
+            role = "user" if turn["speaker"] == first else "assistant"
+            messages.append({"role": role, "content": text, "source_id": turn["dia_id"]})
+    return messages
+
+
+def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
+    """Each conversation as a thread (once); answer {channel: {dia_id: message id}}."""
+    from threadmem import services
+    from threadmem.embeddings import choice, tasks
+    from threadmem.embeddings import service as embedding_service
+    from threadmem.models import Message, Thread
+
+    ids: dict[str, dict[str, int]] = {}
+    for sample in samples:
+        channel = f"locomo:{sample['sample_id']}"
+        thread = Thread.objects.filter(channel=channel).first()
+        if thread is None:
+            thread = services.thread_create(owner=user, channel=channel, title=channel)
+            services.messages_append(thread=thread, messages=services.messages_parse(turns(sample)))
+        ids[channel] = dict(Message.objects.filter(thread=thread).values_list("source_id", "id"))
+    tasks.wait_for_background()
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # fresh rows: the planner's statistics
+            cursor.execute("ANALYZE threadmem_message, threadmem_chunk")
+    model = choice.active_model()
+    if model:
+        started = time.perf_counter()
+        chunks = 0
+        for thread_id in embedding_service.threads_behind(model):
+            chunks += embedding_service.embed_thread(thread_id=thread_id, model=model).chunks
+        if chunks:
+            print(f"embedded {chunks} pieces with {model} in {time.perf_counter() - started:.1f} s")
+    return ids
+
+
+def rarest(question: str, frequency: dict[str, int], count: int) -> str:
+    words = list(dict.fromkeys(w.strip("'-") for w in WORD.findall(question)))
+    words = [w for w in words if len(w) >= 3]
+    words.sort(key=lambda w: (frequency.get(w.lower(), 0), -len(w)))
+    return " ".join(words[:count]) or question
+
+
+def frequencies(sample: dict) -> dict[str, int]:
+    seen: dict[str, int] = defaultdict(int)
+    for message in turns(sample):
+        for word in {w.lower().strip("'-") for w in WORD.findall(message["content"])}:
+            seen[word] += 1
+    return seen
+
+
+def provider_for(mode: str):
+    from threadmem.search import ranked, semantic
+
+    if mode == "keyword":
+        return ranked.keyword_only
+    if mode == "meaning":
+        return ranked.meaning_only
+    if mode.startswith("literal"):
+        return semantic.not_configured
+    return None
+
+
+def ask(user, channel: str, sample: dict, ids: dict[str, int], mode: str, frequency: dict[str, int]) -> Stats:
+    from threadmem.search import search_memory
+
+    stats = Stats()
+    for qa in sample["qa"]:
+        if qa.get("category") not in CATEGORIES:
+            continue
+        evidence = [ids[d] for e in qa.get("evidence", []) for d in DIA_ID.findall(e) if d in ids]
+        if not evidence:
+            continue
+        query = qa["question"]
+        if mode.endswith("rarest3"):
+            query = rarest(query, frequency, 3)
+        started = time.perf_counter()
+        text = search_memory(user=user, query=query, channel=channel).text
+        stats.ms.append(1000 * (time.perf_counter() - started))
+        listed = {int(m) for m in re.findall(r"^--- messageId=(\d+)", text, flags=re.M)}
+        stats.questions += 1
+        stats.evidence += len(evidence)
+        stats.found += sum(1 for e in evidence if e in listed)
+        stats.messages.append(len(listed))
+        stats.chars.append(len(text))
+    return stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("locomo", type=Path, help="LoCoMo's data/locomo10.json (github.com/snap-research/LoCoMo)")
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--half", choices=("tune", "held-out", "both"), default="both")
+    args = parser.parse_args()
+    if not args.locomo.is_file():
+        raise SystemExit(
+            f"{args.locomo}: not a file. Get data/locomo10.json from github.com/snap-research/LoCoMo "
+            "(CC BY-NC 4.0; never commit it) and pass its path: make bench-described LOCOMO=/path/to/locomo10.json"
+        )
+    django.setup()
+    from threadmem.search.semantic import provider_installed
+
+    samples = json.loads(args.locomo.read_text())
+    user = setup(args.locomo)
+    ids = load(user, samples)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for half, part in HALVES:
+        if args.half not in ("both", half):
+            continue
+        print(f"\n== {half} half: conversations {part.start + 1}-{part.stop} ==")
+        for mode in modes:
+            by_category: dict[int, Stats] = defaultdict(Stats)
+            whole = Stats()
+            provider = provider_for(mode)
+            for sample in samples[part]:
+                channel = f"locomo:{sample['sample_id']}"
+                frequency = frequencies(sample)
+                for category in CATEGORIES:
+                    one = {**sample, "qa": [qa for qa in sample["qa"] if qa.get("category") == category]}
+                    if provider is None:
+                        stats = ask(user, channel, one, ids[channel], mode, frequency)
+                    else:
+                        with provider_installed(provider):
+                            stats = ask(user, channel, one, ids[channel], mode, frequency)
+                    by_category[category].add(stats)
+                    whole.add(stats)
+            print(whole.line(f"{mode}"))
+            for category, name in CATEGORIES.items():
+                print(by_category[category].line(f"  {category} {name}"))
+    print(f"\n{DRAGON}")
+    print(f"target: held-out half, default mode, >= {TARGET:g} % of evidence turns found in one answer")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""The ranked lane (SPEC §12) as a fresh install runs it: the database's full-text engine and the static model.
+
+No model server: ``static_model`` turns the static model on (tests/conftest.py).
+Searches run the lane on a worker thread with its own database connection, so
+these tests commit (``transaction=True``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import socket
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from tests.support.factories import append, make_thread, open_generation
+from tests.support.search import literal_part_of
+from tests.support.semantic import listed_ids, semantic_part
+from threadmem import services
+from threadmem.embeddings import service as embedding_service
+from threadmem.embeddings import static, tasks
+from threadmem.models import Chunk
+from threadmem.scope import resolve_scope
+from threadmem.search import search_memory
+from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
+from threadmem.search.ranked import keyword, lane
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GROUP = "Caroline: I went to the LGBTQ support group yesterday and it was so powerful."
+PAINT = "Melanie: I painted a sunrise over the lake last weekend."
+CHAT = "Melanie: The kids were loud at the park yesterday, but we had fun."
+QUESTION = "When did Caroline go to the LGBTQ support group?"
+
+
+def embedded(*threads) -> None:
+    tasks.wait_for_background()
+    for thread in threads:
+        embedding_service.embed_thread(thread_id=thread.pk)
+
+
+def ranked_ids(user, query: str, channel: str | None) -> list[int]:
+    part = semantic_part(search_memory(user=user, query=query, channel=channel).text)
+    return [int(line.split()[1].removeprefix("messageId=")) for line in part.splitlines() if line.startswith("--- ")]
+
+
+@pytest.fixture
+def talk(owner, static_model):
+    thread = make_thread(owner, "talk")
+    messages = append(
+        thread,
+        {"role": "assistant", "content": CHAT},
+        {"role": "user", "content": GROUP},
+        {"role": "assistant", "content": PAINT},
+    )
+    embedded(thread)
+    return thread, dict(zip(("chat", "group", "paint"), messages, strict=True))
+
+
+@pytest.mark.parametrize("channel", ["talk", None])
+def test_a_described_question_ranks_the_turn_holding_its_rare_words_first(owner, talk, channel):
+    _, messages = talk
+
+    result = search_memory(user=owner, query=QUESTION, channel=channel)
+
+    assert result.literal_hits_total > 0  # its words hit ("did", "the", "support" …), the whole question does not
+    assert literal_part_of(result.text).startswith(f"{result.literal_hits_total} more hits not shown")
+    ids = ranked_ids(owner, QUESTION, channel)
+    assert ids[0] == messages["group"].id
+    part = semantic_part(result.text)
+    assert "role=user field=content" in part and " score=" in part and GROUP in part
+    assert ("channel=talk" in part) is (channel is None)
+
+
+def test_keyword_order_follows_bm25_on_a_fixed_corpus(owner, talk):
+    thread, messages = talk
+    scope = resolve_scope(user=owner, channel=thread.channel)
+
+    ranked = keyword.rank(scope=scope, query="LGBTQ group yesterday", model=static.STATIC_MODEL, limit=10)
+
+    pieces = dict(Chunk.objects.values_list("id", "message_id"))
+    # Two rare words and a shared one beat the shared one alone; the painting holds none.
+    assert [pieces[chunk_id] for chunk_id, _ in ranked] == [messages["group"].id, messages["chat"].id]
+    assert ranked[0][1] > ranked[1][1] > 0
+
+
+def test_meaning_ranks_by_the_static_model_above_its_threshold(owner, talk):
+    thread, messages = talk
+    scope = resolve_scope(user=owner, channel=thread.channel)
+
+    query = "a picture of the sun coming up at the lake"
+    matches = lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)
+
+    assert [m.message_id for m in matches] == [messages["paint"].id]  # the others are below STATIC_MIN_SIMILARITY
+    assert matches[0].score >= lane.STATIC_MIN_SIMILARITY
+
+
+def test_a_question_with_no_keyword_and_no_meaning_match(owner, talk):
+    part = semantic_part(search_memory(user=owner, query="quokka zeppelin", channel="talk").text)
+
+    assert part == lane.NO_MATCH
+
+
+@pytest.mark.parametrize("channel", ["talk", None])
+def test_hidden_messages_never_appear(owner, admin, talk, channel):
+    thread, messages = talk
+    (isolated, old) = append(
+        thread,
+        {"role": "user", "content": "Caroline: the LGBTQ support group again"},
+        {"role": "user", "content": "Caroline: the LGBTQ support group once more"},
+    )
+    append(
+        thread,
+        {"role": "user", "content": "a correction", "supersedes": old.id},
+        {"role": "tool", "tool_call_id": "c1", "model_visible": False, "content": GROUP},
+        {"role": "system", "kind": "machine_event", "content": GROUP},
+    )
+    summary = open_generation(thread, GROUP)
+    embedded(thread)
+    template = Chunk.objects.get(message=messages["group"])
+    for message in thread.messages.filter(content=GROUP).exclude(pk=messages["group"].pk):
+        # Chunks an older version stored, or a flag changed since: search still must not show them.
+        Chunk.objects.get_or_create(
+            message=message,
+            model=template.model,
+            part=0,
+            defaults={
+                "field": "content",
+                "start": 0,
+                "text": GROUP,
+                "dimensions": template.dimensions,
+                "embedding": template.embedding,
+            },
+        )
+    services.message_set_isolated(message=isolated, isolated=True, actor=admin)
+
+    ids = set(ranked_ids(owner, QUESTION, channel))
+
+    assert messages["group"].id in ids
+    assert not ids & {
+        isolated.id,
+        old.id,
+        summary.id,
+        *thread.messages.filter(model_visible=False).values_list("id", flat=True),
+    }
+    assert not ids & set(thread.messages.filter(kind="machine_event").values_list("id", flat=True))
+
+
+def test_another_owners_thread_never_appears_and_an_isolated_thread_only_in_its_channel(owner, other, admin, talk):
+    _, messages = talk
+    theirs = make_thread(other, "theirs")
+    (their_group,) = append(theirs, {"role": "user", "content": GROUP})
+    mine = make_thread(owner, "mine")
+    (my_group,) = append(mine, {"role": "user", "content": GROUP})
+    embedded(theirs, mine)
+
+    assert set(ranked_ids(owner, QUESTION, None)) >= {messages["group"].id, my_group.id}
+    assert their_group.id not in ranked_ids(owner, QUESTION, None)
+    assert their_group.id in ranked_ids(other, QUESTION, None)
+    assert their_group.id not in ranked_ids(owner, QUESTION, "talk")
+
+    services.thread_set_isolated(thread=mine, isolated=True, actor=admin)
+
+    assert my_group.id not in ranked_ids(owner, QUESTION, None)
+    assert ranked_ids(owner, QUESTION, "mine") == [my_group.id]
+
+
+def test_the_cap_holds_with_both_parts_full(owner, static_model):
+    thread = make_thread(owner, "busy")
+    word = "staging database"
+    append(thread, *({"role": "user", "content": f"{word} note {i}: " + "words " * 150} for i in range(60)))
+    append(thread, *({"role": "assistant", "content": f"the staging box {i} " + "filler " * 40} for i in range(60)))
+    embedded(thread)
+
+    result = search_memory(user=owner, query=word, channel="busy")
+
+    literal = literal_part_of(result.text)
+    assert THREAD_LITERAL_MAX_CHARS - 1_000 < len(literal) <= THREAD_LITERAL_MAX_CHARS
+    part = semantic_part(result.text)
+    listed = listed_ids(part)
+    assert listed and not listed & {hit.message_id for hit in result.hits}  # never repeated
+    assert len(result.text) <= THREAD_SEARCH_MAX_CHARS and not result.text.endswith(TRUNCATED_LINE)
+    assert part.splitlines()[-1].endswith(("…[truncated]", "filler "))  # it stops at an entry's end
+
+
+def test_the_static_model_loads_with_the_network_unreachable(monkeypatch, tmp_path):
+    def refuse(*args, **kwargs):
+        raise OSError("network unreachable (test)")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no cache of an earlier download to fall back on
+    monkeypatch.setattr(static, "_model", None)
+
+    (vector,) = static.embed(["the staging database"])
+
+    assert len(vector) == static.STATIC_DIMENSIONS
+    assert not any(tmp_path.iterdir())  # nothing was written, let alone downloaded
+
+
+def test_a_store_from_before_the_lane_gets_its_index_and_vectors(owner, static_model, settings):
+    migration = importlib.import_module("threadmem.migrations.0018_chunk_keyword_index")
+    settings.THREADMEM_STATIC_EMBEDDINGS = False  # the store as it was: no static vectors
+    thread = make_thread(owner, "old")
+    (group,) = append(thread, {"role": "user", "content": GROUP})
+    with connection.schema_editor() as editor:
+        migration.backward(None, editor)
+    try:
+        settings.THREADMEM_STATIC_EMBEDDINGS = True
+        call_command("embeddings")  # the backfill: vectors for what the store holds
+        assert Chunk.objects.filter(message=group, model=static.STATIC_MODEL).exists()
+    finally:
+        with connection.schema_editor() as editor:
+            migration.forward(None, editor)  # the index over the pieces already stored
+
+    scope = resolve_scope(user=owner, channel="old")
+    ranked = keyword.rank(scope=scope, query="LGBTQ support group", model=static.STATIC_MODEL, limit=5)
+    assert [Chunk.objects.get(pk=chunk_id).message_id for chunk_id, _ in ranked] == [group.id]

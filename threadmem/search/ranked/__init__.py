@@ -1,0 +1,11 @@
+"""The ranked lane: the default "Other memory results" (SPEC §12).
+
+- ``keyword.py``: keyword relevance from the database's full-text engine;
+- ``lane.py``: meaning (``embeddings/retrieve.py``), the fusion, the entries;
+- ``share.py``: how the 12,000 characters are shared with the literal part.
+"""
+
+from threadmem.search.ranked.lane import RankedText, keyword_only, meaning_only, ranked_results
+from threadmem.search.ranked.share import DESCRIBED_LITERAL_MAX_CHARS, fit
+
+__all__ = ["DESCRIBED_LITERAL_MAX_CHARS", "RankedText", "fit", "keyword_only", "meaning_only", "ranked_results"]

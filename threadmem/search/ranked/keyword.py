@@ -1,0 +1,113 @@
+"""Keyword relevance from the database's own full-text engine, over the pieces a scope may show.
+
+The pieces are the embedded ones (``threadmem_chunk``: message content and
+tool-argument leaves, at most 1,000 characters each), filtered by
+``SearchScope.q`` like every other search path. Migration 0018 indexes them:
+
+- PostgreSQL: ``search_vector`` (``to_tsvector('english', text)``, GIN). The
+  query's lexemes come from the same configuration; the pieces holding any of
+  them are read with each lexeme's count, and scored by BM25 here
+  (``ts_rank_cd`` has no inverse document frequency: "Caroline" would weigh as
+  much as "support" in a conversation between Caroline and Melanie; measured
+  in docs/search.md). Document frequencies are the scope's own.
+- SQLite: FTS5's ``bm25()`` over ``threadmem_chunk_fts`` (porter stemmer),
+  an OR of the query's words.
+
+Both answer (chunk id, score), best first.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+
+from django.db import connection
+
+from threadmem.models import Chunk
+from threadmem.scope import SearchScope
+
+# Measured on the tune half of LoCoMo (docs/search.md): short turns reward a
+# weak length normalisation (b 0.3: 68.1 % of evidence in the top 55, b 0.75: 67.0 %).
+BM25_K1 = 0.9
+BM25_B = 0.3
+# PostgreSQL: rows (piece, lexeme) read at most; a global scope's common word
+# could otherwise read every piece of the store.
+MAX_ROWS = 50_000
+# SQLite: a query word is a run of letters and digits (FTS5's unicode61 tokens).
+_WORD = re.compile(r"\w+")
+_MAX_WORDS = 64
+
+
+def rank(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` pieces of ``model`` in the scope most relevant to ``query`` by keyword, best first."""
+    pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__")).order_by().values("id")
+    if connection.vendor == "postgresql":
+        return _rank_postgres(pieces, query, limit=limit)
+    return _rank_sqlite(pieces, query, limit=limit)
+
+
+def _tsquery(lexemes: list[str]) -> str:
+    """An OR of the lexemes, each quoted (a lexeme may hold ``:``, ``|`` or ``&``)."""
+    quoted = ("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+    return " | ".join(quoted)
+
+
+def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
+    scope_sql, scope_params = pieces.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
+        lexemes = list(cursor.fetchone()[0] or [])
+        if not lexemes:
+            return []
+        # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
+        cursor.execute(
+            f"WITH scope AS MATERIALIZED ({scope_sql}) "
+            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope) "
+            "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
+            "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
+            [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        return []
+    total = rows[0][4]
+    return bm25(rows, total=total)[:limit]
+
+
+def bm25(rows: list[tuple], *, total: int) -> list[tuple[int, float]]:
+    """BM25 of (piece, lexeme, count, piece length) rows; ``total`` pieces in the scope. Best first."""
+    holders: dict[str, int] = defaultdict(int)
+    lengths: dict[int, int] = {}
+    for piece, lexeme, _, length, *_ in rows:
+        holders[lexeme] += 1
+        lengths[piece] = max(1, length)
+    average = sum(lengths.values()) / len(lengths)
+    total = max(total, len(lengths))
+    scores: dict[int, float] = defaultdict(float)
+    for piece, lexeme, count, *_ in rows:
+        df = holders[lexeme]
+        idf = math.log(1 + (total - df + 0.5) / (df + 0.5))
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[piece] / average)
+        scores[piece] += idf * count * (BM25_K1 + 1) / (count + norm)
+    return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
+
+
+def _match_expression(query: str) -> str:
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:_MAX_WORDS]
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+
+
+def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
+    expression = _match_expression(query)
+    if not expression:
+        return []
+    scope_sql, scope_params = pieces.query.sql_with_params()
+    with connection.cursor() as cursor:
+        # bm25() is lower for better matches; the score shown is its negation.
+        cursor.execute(
+            "SELECT rowid, -bm25(threadmem_chunk_fts) AS score FROM threadmem_chunk_fts "
+            f"WHERE threadmem_chunk_fts MATCH %s AND rowid IN ({scope_sql}) ORDER BY score DESC, rowid DESC LIMIT %s",
+            [expression, *scope_params, limit],
+        )
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]

@@ -1,0 +1,189 @@
+"""The ranked lane: keyword and meaning rankings of the scope's pieces, fused, listed best first.
+
+``ranked_results`` is a semantic provider (``search/semantic.py``). It ranks
+the pieces (``threadmem_chunk``) of the embedding model in force
+(``embeddings/choice.py``: a configured one, else the static one) two ways:
+
+- keyword relevance (``keyword.py``: the database's full-text engine);
+- meaning: cosine similarity of the piece's vector to the whole query's
+  (``embeddings/retrieve.py``), at least a threshold;
+
+then collapses each ranking to messages (a message's best piece) and fuses
+them by weighted reciprocal rank: a message's score is the sum over the
+rankings of ``weight / (RRF_K + rank)``. The static model's meaning ranking
+weighs less than keywords (on LoCoMo it finds less: docs/search.md); a
+configured model's weighs the same. The answer is a ``RankedText``: the
+entries, so that ``share.fit`` can leave out messages the literal part
+already lists and stop at an entry's end when the room runs out.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from threadmem import llm
+from threadmem.embeddings import choice, retrieve, static
+from threadmem.lib.windows import Window
+from threadmem.models import Chunk
+from threadmem.scope import SearchScope
+from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
+from threadmem.search.ranked import keyword
+
+# Messages each ranking contributes, and listed at most (the room cuts sooner).
+RANKED_TOP_K = 80
+# Keyword pieces read per message listed (a long tool result's pieces collapse
+# into its best one; a conversation's turns are one piece each).
+KEYWORD_PIECES_PER_RESULT = 2
+# A ranked entry shows this much of its piece, from a little before the first
+# query word it holds: more, shorter entries find more (LoCoMo tune half:
+# 800 characters 66.8 %, 300 characters 67.2 %, measured in docs/search.md).
+RANKED_WINDOW_CHARS = 300
+RANKED_WINDOW_LEAD = 60
+# Reciprocal rank fusion's constant (measured 5-100 in docs/search.md: 10 best).
+RRF_K = 10
+# Meaning's weight in the fusion and its similarity threshold, for the static
+# model and for a configured one (THREADMEM_SEMANTIC_MIN_SCORE).
+STATIC_MEANING_WEIGHT = 0.3
+STATIC_MIN_SIMILARITY = 0.5
+CONFIGURED_MEANING_WEIGHT = 1.0
+# A model server's call may outlive the search's deadline by this much (as in semantic.py).
+CALL_GRACE_SECONDS = 1.0
+# A model error quoted in the note stops here (as in semantic.py).
+NOTE_ERROR_CHARS = 300
+NO_MATCH = "No messages match the query by keyword or by meaning."
+NO_MODEL = "Ranked results are off (no embedding model in force: THREADMEM_STATIC_EMBEDDINGS=false)."
+HEAD = "Ranked by keyword relevance and meaning, best first (messages the literal part lists are not repeated):"
+_WORD = re.compile(r"\w{3,}")
+# A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
+STEM_CHARS = 5
+
+
+class RankedText(str):
+    """The lane's text, with its entries (message id, entry text) for ``share.fit``."""
+
+    head: str
+    entries: list[tuple[int, str]]
+    note: str  # the head's note alone (shown when no entry is left to show)
+
+    @classmethod
+    def of(cls, head: str, entries: list[tuple[int, str]], *, note: str = "") -> RankedText:
+        text = cls("\n".join([head, *(entry for _, entry in entries)]))
+        text.head, text.entries, text.note = head, entries, note
+        return text
+
+
+@dataclass(frozen=True)
+class Ranked:
+    match: retrieve.Match
+    score: float
+
+
+def _details(chunk_ids: list[int], scores: dict[int, float]) -> dict[int, retrieve.Match]:
+    rows = Chunk.objects.filter(id__in=chunk_ids).values_list("id", *retrieve.DETAIL_FIELDS)
+    return {row[0]: retrieve.Match(*row[1:], score=scores[row[0]]) for row in rows}
+
+
+def _by_message(matches: list[retrieve.Match]) -> list[retrieve.Match]:
+    """The best piece of each message, keeping the ranking's order."""
+    seen: set[int] = set()
+    kept = []
+    for match in matches:
+        if match.message_id not in seen:
+            seen.add(match.message_id)
+            kept.append(match)
+    return kept
+
+
+def keyword_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
+    ranked = keyword.rank(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT)
+    scores = dict(ranked)
+    details = _details([chunk_id for chunk_id, _ in ranked], scores)
+    return _by_message([details[chunk_id] for chunk_id, _ in ranked if chunk_id in details])[:k]
+
+
+def meaning_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
+    timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
+    (vector,) = choice.embed([query], model=model, timeout=timeout)
+    threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else settings.THREADMEM_SEMANTIC_MIN_SCORE
+    return retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+
+
+def fuse(
+    keyword_matches: list[retrieve.Match], meaning_matches: list[retrieve.Match], *, meaning_weight: float = 1.0
+) -> list[Ranked]:
+    """Weighted reciprocal rank fusion of two message rankings, best first; a message shows its keyword piece."""
+    found: dict[int, list] = {}
+    for rank, match in enumerate(keyword_matches, 1):
+        found[match.message_id] = [match, 1 / (RRF_K + rank)]
+    for rank, match in enumerate(meaning_matches, 1):
+        found.setdefault(match.message_id, [match, 0.0])[1] += meaning_weight / (RRF_K + rank)
+    fused = [Ranked(match, score) for match, score in found.values()]
+    return sorted(fused, key=lambda r: (-r.score, -r.match.message_id))
+
+
+def window_of(match: retrieve.Match, words: list[str]) -> Window:
+    """The entry's window: ``RANKED_WINDOW_CHARS`` of the piece from a little before the first query word in it."""
+    lowered = match.text.lower()
+    found = [at for word in words if (at := lowered.find(word[:STEM_CHARS])) >= 0]
+    offset = max(0, min(found) - RANKED_WINDOW_LEAD) if found else 0
+    if len(match.text) - offset < RANKED_WINDOW_CHARS:
+        offset = max(0, len(match.text) - RANKED_WINDOW_CHARS)
+    text = match.text[offset : offset + RANKED_WINDOW_CHARS]
+    return Window(
+        start=match.start + offset + 1,
+        text=text,
+        cut_before=match.start + offset > 0,
+        cut_after=offset + len(text) < len(match.text) or not match.end_of_field,
+    )
+
+
+def entry_text(ranked: Ranked, *, words: list[str], with_channel: bool) -> str:
+    match = ranked.match
+    channel = f" channel={one_line(match.channel)}" if with_channel else ""
+    window = window_of(match, words)
+    return (
+        f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
+        f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
+        f"score={ranked.score * 100:.2f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
+    )
+
+
+def ranked_results(
+    *, scope: SearchScope, query: str, terms: list[str], keyword_on: bool = True, meaning_on: bool = True
+) -> str:
+    """The default "Other memory results" (SPEC §12): the scope's messages ranked for the whole query."""
+    model = choice.active_model()
+    if not model:
+        return NO_MODEL
+    text = query.strip()
+    keyword_matches = keyword_ranking(scope=scope, query=text, model=model, k=RANKED_TOP_K) if keyword_on else []
+    note = ""
+    try:
+        meaning_matches = meaning_ranking(scope=scope, query=text, model=model, k=RANKED_TOP_K) if meaning_on else []
+    except llm.LLMError as error:  # the model server: the keyword ranking still stands
+        meaning_matches, note = [], unavailable_note(error)
+    weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
+    fused = fuse(keyword_matches, meaning_matches, meaning_weight=weight)[:RANKED_TOP_K]
+    if not fused:
+        return note or NO_MATCH
+    words = [word.lower() for word in _WORD.findall(text)]
+    entries = [(r.match.message_id, entry_text(r, words=words, with_channel=scope.is_global)) for r in fused]
+    return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note)
+
+
+def unavailable_note(error: llm.LLMError) -> str:
+    reason = one_line(str(error))
+    if len(reason) > NOTE_ERROR_CHARS:
+        reason = reason[:NOTE_ERROR_CHARS] + "…"
+    return f"Semantic search is unavailable for this query ({reason}); the literal hits above are complete."
+
+
+def keyword_only(*, scope: SearchScope, query: str, terms: list[str]) -> str:
+    return ranked_results(scope=scope, query=query, terms=terms, meaning_on=False)
+
+
+def meaning_only(*, scope: SearchScope, query: str, terms: list[str]) -> str:
+    return ranked_results(scope=scope, query=query, terms=terms, keyword_on=False)

@@ -1,0 +1,52 @@
+"""How the 12,000 characters are shared between the literal part and the ranked lane.
+
+The rule (docs/search.md, "Ranked memory results"), within SPEC §2's caps
+(literal part ≤ 8,000 characters, whole result ≤ 12,000, literal part first):
+
+- a query whose whole text has a literal hit, or a one-term query (an
+  identifier, a path): the literal part keeps its 8,000 characters, the
+  ranked lane has what is left;
+- a described question (several terms, no literal hit of the whole query,
+  only of its words), first page: the literal part lists no word hit, only
+  the line that counts them and offers the cursor (``DESCRIBED_LITERAL_MAX_CHARS``);
+  the ranked lane takes the rest, best first. The newest hits of single
+  words rarely hold the evidence; the ranked lane's keyword ranking orders
+  the same words by rarity. A cursor page lists word hits as SPEC §2 says.
+  Measured on the tune half of LoCoMo (bench/described.py).
+
+The ranked lane's entries never repeat a message the literal part lists, and
+stop at an entry's end, so the whole result is not cut mid-window.
+"""
+
+from __future__ import annotations
+
+from threadmem.search.ranked.lane import RankedText
+
+# The literal part of a described question's first page: room for its more-hits
+# line (the count and the cursor) only, no word hit. LoCoMo tune half: 0 → 61.7 %,
+# 1,000 → 60.9 %, 2,000 → 59.0 %, 8,000 → 46.2 % (docs/search.md).
+DESCRIBED_LITERAL_MAX_CHARS = 0
+ALL_LISTED = "Every ranked message is among the literal hits above."
+
+
+def fit(semantic: str, *, room: int, listed: set[int]) -> str:
+    """The ranked lane's text for ``room`` characters; any other provider's text as it is."""
+    if not isinstance(semantic, RankedText):
+        return semantic
+    if semantic.note and all(message_id in listed for message_id, _ in semantic.entries):
+        return semantic.note
+    lines = [semantic.head] if semantic.head else []
+    used = len(semantic.head)
+    kept = 0
+    for message_id, entry in semantic.entries:
+        if message_id in listed:
+            continue
+        cost = len(entry) + (1 if lines else 0)
+        if used + cost > room:
+            break
+        lines.append(entry)
+        used += cost
+        kept += 1
+    if not kept and len(semantic.head) + 1 + len(ALL_LISTED) <= room:
+        lines.append(ALL_LISTED)
+    return "\n".join(lines)
