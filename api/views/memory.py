@@ -21,6 +21,8 @@ from api.endpoints import errors
 from api.serializers import MessageSerializer as StoredMessageSerializer
 from api.serializers_memory import (
     QUERY_PATTERN,
+    ROLE_SCHEMA,
+    TOOL_NAMES_SCHEMA,
     AuditReadSerializer,
     MessageIsolationRequest,
     SearchRequest,
@@ -97,9 +99,9 @@ class SearchView(JSONAPIView):
                 description="next_cursor of an earlier answer to the same query",
             ),
             OpenApiParameter(
-                "tool", OpenApiTypes.STR, many=True, description="only hits of these tools' calls and results"
+                "tool", TOOL_NAMES_SCHEMA, explode=True, description="only hits of these tools' calls and results"
             ),
-            OpenApiParameter("role", OpenApiTypes.STR, description="only hits in messages of this role"),
+            OpenApiParameter("role", ROLE_SCHEMA, description="only hits in messages of this role"),
         ],
         responses={200: SearchResultSerializer, **errors(400, 401, 404)},
         tags=["memory"],
