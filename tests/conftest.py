@@ -19,6 +19,16 @@ from threadmem.models import Thread
 os.environ.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's, then the connections search's worker threads keep are closed before it drops the
+    test database (PostgreSQL refuses to drop a database that has sessions)."""
+    yield
+    from threadmem.search import semantic
+
+    semantic.close_connections()
+
+
 # The personas: an owner, another user (the owner's threads answer them 404), an operator (staff: reads
 # everything, may not toggle isolation) and an admin.
 PERSONAS = {

@@ -23,6 +23,7 @@ costs one line, never the literal hits.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -65,7 +66,8 @@ def not_configured(*, scope: SearchScope, query: str, terms: list[str]) -> str:
 
 
 _installed: SemanticProvider | None = None
-_executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="threadmem-semantic")
+SEMANTIC_WORKERS = 4
+_executor = ThreadPoolExecutor(max_workers=SEMANTIC_WORKERS, thread_name_prefix="threadmem-semantic")
 
 
 def set_provider(provider: SemanticProvider | None) -> None:
@@ -175,8 +177,25 @@ def _run(provider: SemanticProvider, scope: SearchScope, query: str, terms: list
     try:
         return provider(scope=scope, query=query, terms=list(terms))
     finally:
-        # This thread's connections belong to this call only.
+        # Kept for the next search on this thread, as a request's is (CONN_MAX_AGE): opening one
+        # costs more than the lane's statements. A broken or expired one is closed here.
+        for connection in connections.all(initialized_only=True):
+            connection.close_if_unusable_or_obsolete()
+
+
+def close_connections() -> None:
+    """Close the database connections the worker threads keep (before a database is dropped: the tests').
+
+    One call a worker, each held at a barrier until all have run, so every thread gets one.
+    """
+    barrier = threading.Barrier(SEMANTIC_WORKERS)
+
+    def close() -> None:
         connections.close_all()
+        barrier.wait(timeout=30)
+
+    for future in [_executor.submit(close) for _ in range(SEMANTIC_WORKERS)]:
+        future.result()
 
 
 def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], str]:
