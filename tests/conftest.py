@@ -4,6 +4,7 @@ API clients authenticated with real DRF tokens; the row factories are tests/supp
 from __future__ import annotations
 
 import os
+import warnings
 
 import pytest
 from django.conf import settings as django_settings
@@ -20,13 +21,28 @@ os.environ.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup):
+def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's, then the connections search's worker threads keep are closed before it drops the
     test database (PostgreSQL refuses to drop a database that has sessions)."""
     yield
     from threadmem.search import semantic
 
     semantic.close_connections()
+    with django_db_blocker.unblock():
+        _report_open_sessions()
+
+
+def _report_open_sessions() -> None:
+    """Name any other session still on the test database: a thread that kept its connection open."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid, state, backend_start, left(query, 200) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        for row in cursor.fetchall():
+            warnings.warn(f"open session on the test database at teardown: {row}", stacklevel=1)
 
 
 # The personas: an owner, another user (the owner's threads answer them 404), an operator (staff: reads

@@ -17,10 +17,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.database import other_session
 from tests.support.factories import make_thread, token_client
 from threadmem import services
 from threadmem.celery import app
@@ -148,8 +148,7 @@ def test_an_append_whose_connection_drops_after_the_commit_answers_201(owner, se
 
     def drop_connection(_thread) -> None:
         pid = connection.connection.info.backend_pid
-        params = connection.get_connection_params()
-        with psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"}, autocommit=True) as other:
+        with other_session(autocommit=True) as other:
             other.execute("SELECT pg_terminate_backend(%s)", [pid])
 
     services.after_append_hooks.insert(0, drop_connection)

@@ -12,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psycopg
 import pytest
 from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
 from rest_framework.test import APIClient
 
 from tests.support.compaction import deploy_conversation, nine_sections
+from tests.support.database import other_session
 from tests.support.factories import append, console_client, make_thread
 from threadmem.compaction.tasks import compaction_run_task
 from threadmem.metrics import REGISTRY, asgi_counted, exposition
@@ -93,14 +93,7 @@ def test_a_global_search_out_of_time_is_counted_as_such(operator_api, owner, set
     owner_api.force_authenticate(owner)
     labels = {"scope": "owner", "plan": "window-then-recent", "completeness": "out_of_time"}
     before = value(scrape(operator_api), "threadmem_search_completeness_total", **labels)
-    database = connection.settings_dict
-    with psycopg.connect(
-        dbname=database["NAME"],
-        host=database["HOST"],
-        port=database["PORT"] or None,
-        user=database["USER"],
-        password=database["PASSWORD"] or None,
-    ) as other:
+    with other_session() as other:
         # Another session holds the messages table: both statements wait until their budgets run out.
         other.execute("LOCK TABLE threadmem_message IN ACCESS EXCLUSIVE MODE")
         answer = owner_api.post("/api/v1/search/", {"query": "zircon-5"}, format="json")

@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.database import other_session
 from threadmem.search.literal.budget import host_runnable, within_budget
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is statement_timeout")
@@ -21,15 +22,7 @@ SLEEPERS = 4
 
 
 def connect() -> psycopg.Connection:
-    database = connection.settings_dict
-    return psycopg.connect(
-        dbname=database["NAME"],
-        host=database["HOST"],
-        port=database["PORT"] or None,
-        user=database["USER"],
-        password=database["PASSWORD"] or None,
-        autocommit=True,
-    )
+    return other_session(autocommit=True)
 
 
 def sleep(session: psycopg.Connection) -> None:

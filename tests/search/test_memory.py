@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 
-import psycopg
 import pytest
 from django.core.management import call_command
 from django.db import connection
 
+from tests.support.database import other_session
 from tests.support.factories import append, fork_at_middle, make_thread, open_generation
 from tests.support.search import literal_part_of
 from threadmem import services
@@ -344,14 +344,7 @@ def test_a_global_search_that_runs_out_of_time_says_so_instead_of_running_on(own
     settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 1
     settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1
     # Another session holds the messages table: both attempts wait until their budgets run out.
-    database = connection.settings_dict
-    with psycopg.connect(
-        dbname=database["NAME"],
-        host=database["HOST"],
-        port=database["PORT"] or None,
-        user=database["USER"],
-        password=database["PASSWORD"] or None,
-    ) as other:
+    with other_session() as other:
         other.execute("LOCK TABLE threadmem_message IN ACCESS EXCLUSIVE MODE")
         result = search_memory(user=owner, query="zircon-5")
     assert (result.coverage, result.hits, result.literal_hits_total) == ("none", [], 0)
