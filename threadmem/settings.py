@@ -1,4 +1,4 @@
-"""threadmem settings, read from the environment (SPEC §7).
+"""threadmem settings, read from the environment (contract §7).
 
 Every variable has a default that works on a laptop: an SQLite file, tasks run
 in-process, no model. Production sets DATABASE_URL, CELERY_BROKER_URL and
@@ -293,7 +293,7 @@ THREADMEM_SEMANTIC_PROVIDER = env_str("THREADMEM_SEMANTIC_PROVIDER")
 # similarity to the query of at least THREADMEM_SEMANTIC_MIN_SCORE.
 THREADMEM_SEMANTIC_TOP_K = env_int("THREADMEM_SEMANTIC_TOP_K", 8, minimum=1)
 THREADMEM_SEMANTIC_MIN_SCORE = env_float("THREADMEM_SEMANTIC_MIN_SCORE", 0.3)
-# The ranked lane (SPEC §12, threadmem/search/ranked): with no embedding model
+# The ranked lane (contract §12, threadmem/search/ranked): with no embedding model
 # configured, messages are embedded with the static model shipped inside the
 # wordllama package (threadmem/embeddings/static.py, never downloaded); false:
 # no static vectors, the lane ranks by keyword relevance alone.

@@ -1,4 +1,4 @@
-"""The bounded shape of search_memory's answer (SPEC §2): caps, markers, layout, merge.
+"""The bounded shape of search_memory's answer (contract §2): caps, markers, layout, merge.
 
 Everything here is pure: the database work lives in ``literal/``; this
 module decides which hits are listed, how they are counted and what the model
@@ -24,7 +24,7 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
   back to the newest messages (see ``literal/plan.py``), the header says
   ``at least`` and a last line says what was searched;
 * a tool's hit names its tool and other half in its header (``link_suffix``,
-  SPEC §9), counted at its real length; when hits are left out the line
+  contract §9), counted at its real length; when hits are left out the line
   offers the cursor of the next page (``cursor.py``), reserved at its fixed
   length.
 """

@@ -154,7 +154,7 @@ def entry_text(ranked: Ranked, *, words: list[str], with_channel: bool) -> str:
 def ranked_results(
     *, scope: SearchScope, query: str, terms: list[str], keyword_on: bool = True, meaning_on: bool = True
 ) -> str:
-    """The default "Other memory results" (SPEC §12): the scope's messages ranked for the whole query."""
+    """The default "Other memory results" (contract §12): the scope's messages ranked for the whole query."""
     model = choice.active_model()
     if not model:
         return NO_MODEL

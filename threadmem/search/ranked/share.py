@@ -1,6 +1,6 @@
 """How the 12,000 characters are shared between the literal part and the ranked lane.
 
-The rule (docs/search.md, "Ranked memory results"), within SPEC §2's caps
+The rule (docs/search.md, "Ranked memory results"), within contract §2's caps
 (literal part ≤ 8,000 characters, whole result ≤ 12,000, literal part first):
 
 - a query whose whole text has a literal hit, or a one-term query (an
@@ -11,7 +11,7 @@ The rule (docs/search.md, "Ranked memory results"), within SPEC §2's caps
   the line that counts them and offers the cursor (``DESCRIBED_LITERAL_MAX_CHARS``);
   the ranked lane takes the rest, best first. The newest hits of single
   words rarely hold the evidence; the ranked lane's keyword ranking orders
-  the same words by rarity. A cursor page lists word hits as SPEC §2 says.
+  the same words by rarity. A cursor page lists word hits as contract §2 says.
   Measured on the tune half of LoCoMo (bench/described.py).
 
 The ranked lane's entries never repeat a message the literal part lists, and
