@@ -54,14 +54,13 @@ THREAD_LITERAL_MAX_CHARS = 8_000
 WINDOW_CHARS = 800
 WINDOW_LEAD = 200
 # Global scope: stop counting a term's hits here. Counting every hit of a
-# common word over millions of messages costs seconds, and even 1,000 hits
-# of one cost ~150 ms on 2 cores (bench/search.py); "more than 100 more hits"
-# tells the model to narrow the query just as well.
+# common word over millions of messages costs seconds (docs/search.md, "The
+# plan"); "more than 100 more hits" tells the model to narrow the query just as well.
 SEARCH_COUNT_LIMIT = 100
 # Global scope: what a search reads when the index cannot narrow its terms in
 # time (settings.THREADMEM_SEARCH_INDEX_BUDGET_MS): the newest messages (among the newest
-# GLOBAL_RECENT_IDS of the store), up to this much content (about 15 ms of
-# scanning) or this many messages.
+# GLOBAL_RECENT_IDS of the store), up to this much content or this many
+# messages: a fallback that stays within THREADMEM_SEARCH_RECENT_BUDGET_MS.
 GLOBAL_RECENT_BYTES = 1_500_000
 GLOBAL_RECENT_MESSAGES = 5_000
 GLOBAL_RECENT_IDS = 50_000

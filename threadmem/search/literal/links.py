@@ -175,8 +175,8 @@ def link_function_sql() -> str:
     """PostgreSQL: ``threadmem_hit_link``, the lookups of ``link_sql`` as a PL/pgSQL function.
 
     The same statements, planned once per connection (PL/pgSQL caches its
-    plans) instead of with every search: inline, the four lookups cost a
-    search ~1.8 ms of planning, more than the rest of a rare term's match.
+    plans) instead of with every search: inline, their planning cost more
+    than the rest of a rare term's match (docs/search.md, "Tool links").
     Created from this module's code after every migration (apps.py), so it
     never drifts from ``searchable_sql``; tests/search/test_tool_links.py
     holds its answers equal to the inline SQL's.
