@@ -1,6 +1,6 @@
 """The docs hold together: every relative link in README.md and docs/ reaches a file (and a heading), every
-``contract §N`` citation names a section of docs/contract.md, and no citation names the shared SPEC file, which
-is not in the repository.
+``contract §N`` citation names a section of docs/contract.md, every docs page (and quoted section) the code
+names exists, and no citation names the shared SPEC file, which is not in the repository.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 CITATION = re.compile(r"contract (§\d+(?:(?:, | and )§\d+)*)")
+# A page named in a comment or docstring, and a section of it: docs/search.md, "Under load".
+PAGE_MENTION = re.compile(r"\bdocs/([\w-]+\.md)(?:,? \(?\"([^\"]+)\")?")
 OLD_CITATION = "SPEC " + "§"  # split so that this file does not cite the old form itself
 
 
@@ -103,6 +105,24 @@ def test_every_contract_citation_names_a_section():
                     unknown.append(f"{path.relative_to(ROOT)}: contract §{number}")
     assert not unknown, "\n".join(unknown)
     assert cited > 50  # the code does cite it: a pattern that matched nothing would pass vacuously
+
+
+def test_every_page_and_section_the_code_names_exists():
+    headings = {
+        page.name: [line.lstrip("#").strip().lower() for line in prose_lines(page) if HEADING.match(line)]
+        for page in PAGES
+    }
+    missing, named = [], 0
+    for path in citing_files():
+        for match in PAGE_MENTION.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            page, section = match.groups()
+            named += 1
+            if page not in headings:
+                missing.append(f"{path.relative_to(ROOT)}: docs/{page}")
+            elif section and not any(h.startswith(section.lower()) for h in headings[page]):
+                missing.append(f'{path.relative_to(ROOT)}: docs/{page}, "{section}"')
+    assert not missing, "\n".join(missing)
+    assert named > 20
 
 
 def test_no_citation_of_a_file_outside_the_repository():

@@ -54,8 +54,8 @@ THREAD_LITERAL_MAX_CHARS = 8_000
 WINDOW_CHARS = 800
 WINDOW_LEAD = 200
 # Global scope: stop counting a term's hits here. Counting every hit of a
-# common word over millions of messages costs seconds (docs/search.md, "The
-# plan"); "more than 100 more hits" tells the model to narrow the query just as well.
+# common word over millions of messages costs seconds (docs/search.md,
+# "Counting"); "more than 100 more hits" tells the model to narrow the query just as well.
 SEARCH_COUNT_LIMIT = 100
 # Global scope: what a search reads when the index cannot narrow its terms in
 # time (settings.THREADMEM_SEARCH_INDEX_BUDGET_MS): the newest messages (among the newest

@@ -18,7 +18,7 @@ a common word is answered from the window, a rare one by the indexes.
 A term the token index narrows (``tokens.py``) skips the window: its exact
 posting list holds the fields that can match and nothing else, so reading
 the window for it would cost a rare host or path more than the whole index
-branch. Figures: docs/search.md, "The plan".
+branch. Figures: docs/search.md, "An owner's window".
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
 
 # Enough for a word in a fifth of the window to pass SEARCH_COUNT_LIMIT hits,
-# cheap enough for a rare one (docs/search.md, "The plan").
+# cheap enough for a rare one (docs/search.md, "An owner's window").
 OWNER_WINDOW_MESSAGES = 1_000
 OWNER_WINDOW_BYTES = 4_000_000
 # More threads than this: one lookup each would cost more than the window saves.

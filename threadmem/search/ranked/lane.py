@@ -38,8 +38,8 @@ RANKED_TOP_K = 80
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
 # A ranked entry shows this much of its piece, from a little before the first
-# query word it holds: more, shorter entries find more (docs/search.md, "How
-# the 12,000 characters are shared").
+# query word it holds: more, shorter entries find more (docs/search.md,
+# "How the 12,000 characters are shared").
 RANKED_WINDOW_CHARS = 300
 RANKED_WINDOW_LEAD = 60
 # Reciprocal rank fusion's constant: the best of those tried (docs/search.md).
