@@ -1,4 +1,4 @@
-"""DRF serializers: the JSON shapes of SPEC §6.
+"""DRF serializers: the JSON shapes of contract §6.
 
 Output serializers render rows. The ``*Request`` serializers describe request
 bodies for the OpenAPI schema only: the rules for incoming data live in

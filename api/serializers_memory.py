@@ -1,4 +1,4 @@
-"""JSON shapes of the memory endpoints: search, audit read, the tool-call log, the tools (SPEC §6).
+"""JSON shapes of the memory endpoints: search, audit read, the tool-call log, the tools (contract §6).
 
 As in ``api/serializers.py``, output serializers render results and the
 ``*Request`` serializers only describe bodies for the OpenAPI schema; the

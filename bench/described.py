@@ -23,7 +23,7 @@ Modes (``--modes``): ``default`` (the configuration a fresh install runs),
 ``keyword`` and ``meaning`` (the ranked lane with one ranking only),
 ``rarest3`` (the three words of the question rarest in its conversation, the
 default configuration), ``literal`` and ``literal-rarest3`` (no ranked lane:
-the answer before SPEC §12). Tune on the first five conversations (file
+the answer before contract §12). Tune on the first five conversations (file
 order); the targets are read on the held-out last five.
 """
 

@@ -1,6 +1,6 @@
 """The scripted models of bench/recall.py (no LLM): they search a path and follow only what the tools return.
 
-``scripted_search`` uses the links of SPEC §9 (``tool=``, ``result=``,
+``scripted_search`` uses the links of contract §9 (``tool=``, ``result=``,
 ``cursor=``); ``blind_search`` is the same model without them. Each answers
 (found, calls, most characters one call returned).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-# A hit's header (SPEC §9): ``result=`` ids may carry sizes (``14 (2,310 chars)``), then the call's other
+# A hit's header (contract §9): ``result=`` ids may carry sizes (``14 (2,310 chars)``), then the call's other
 # arguments in brief (``args: offset=120 limit=40``) and the messages with the same window.
 HIT = re.compile(
     r"^--- messageId=(\d+) .*?generation=(\d+) role=(\w+) field=(\S+)"
@@ -107,7 +107,7 @@ def scripted_search(
 
 
 def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int, int]:
-    """The same model without ``tool=``, ``result=`` and ``cursor=`` (the tools before SPEC §9).
+    """The same model without ``tool=``, ``result=`` and ``cursor=`` (the tools before contract §9).
 
     It reads the hits of earlier generations in listed order; an assistant
     message's audit read names its results (``results: messageId=N``), which

@@ -71,7 +71,7 @@ def build(user) -> tuple[str, list[tuple[str, str]], list[str]]:
                     "Bash": {"command": f"pytest {path} -q"},
                     "Grep": {"pattern": "compute", "path": path},
                     # Only generation 1's first read of a file is whole (and holds the needle); every other
-                    # read is partial, so a model must tell them apart (SPEC §9's args brief).
+                    # read is partial, so a model must tell them apart (contract §9's args brief).
                     "Read": {"file_path": path}
                     if first_read[path]
                     else {"file_path": path, "offset": rng.randint(1, 200), "limit": 40},

@@ -21,7 +21,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
 # The semantic part stays "not configured": bench/search.py measures the literal
 # path, bench/semantic.py calls the retriever with vectors of its own.
 os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)
-# Nor the ranked lane (SPEC §12): the store is built with COPY and has no pieces to rank.
+# Nor the ranked lane (contract §12): the store is built with COPY and has no pieces to rank.
 os.environ["THREADMEM_STATIC_EMBEDDINGS"] = "false"
 
 STORE_MESSAGES = int(os.environ.get("BENCH_MESSAGES", "1000000"))

@@ -1,4 +1,4 @@
-"""Agent turns: the model pulls its own memory (SPEC §5 "Agent turns").
+"""Agent turns: the model pulls its own memory (contract §5 "Agent turns").
 
 One turn appends the user's message, shows the chat model what it sees now
 (the current generation's summary and model-visible messages, never older

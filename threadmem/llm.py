@@ -1,4 +1,4 @@
-"""The one place that talks to an OpenAI-compatible server (SPEC §7).
+"""The one place that talks to an OpenAI-compatible server (contract §7).
 
 Plain ``/chat/completions`` and ``/embeddings`` through the official ``openai``
 SDK, with nothing vendor-specific in the request (no ``max_tokens``, no

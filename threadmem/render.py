@@ -1,4 +1,4 @@
-"""A message as JSON, the shape every surface shows (SPEC §6): the REST API and the console both render with it.
+"""A message as JSON, the shape every surface shows (contract §6): the REST API and the console both render with it.
 
 A renderer two surfaces need lives in the domain, so neither imports the other.
 """
@@ -39,7 +39,7 @@ def message_data(
     (bench/ingest.py). tests/api/test_messages.py pins that both agree.
     ``created_at`` is the rendered time when the caller has it already.
     ``hide_isolated``: an isolated message keeps its place and flags, without
-    its content or tool calls (non-staff callers hold the agent's token, SPEC §1);
+    its content or tool calls (non-staff callers hold the agent's token, contract §1);
     so does a superseded summary (``quotes_isolated``).
     """
     hidden = hide_isolated and quotes_isolated(message)

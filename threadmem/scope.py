@@ -40,7 +40,7 @@ class SearchScope:
     # models.Generation.visible_chars). The literal part on PostgreSQL scans a
     # scope this small instead of asking the trigram index.
     visible_bytes: int = 0
-    # search_memory's filters (SPEC §9): only hits of these tools' calls and results (names, any case), and
+    # search_memory's filters (contract §9): only hits of these tools' calls and results (names, any case), and
     # only messages of this role. The literal part applies them (literal/filters.py, hit_filter_sql).
     tools: tuple[str, ...] = ()
     role: str | None = None

@@ -1,4 +1,4 @@
-"""threadmem settings, read from the environment (SPEC §7).
+"""threadmem settings, read from the environment (contract §7).
 
 Every variable has a default that works on a laptop: an SQLite file, tasks run
 in-process, no model. Production sets DATABASE_URL, CELERY_BROKER_URL and
@@ -293,7 +293,7 @@ THREADMEM_SEMANTIC_PROVIDER = env_str("THREADMEM_SEMANTIC_PROVIDER")
 # similarity to the query of at least THREADMEM_SEMANTIC_MIN_SCORE.
 THREADMEM_SEMANTIC_TOP_K = env_int("THREADMEM_SEMANTIC_TOP_K", 8, minimum=1)
 THREADMEM_SEMANTIC_MIN_SCORE = env_float("THREADMEM_SEMANTIC_MIN_SCORE", 0.3)
-# The ranked lane (SPEC §12, threadmem/search/ranked): with no embedding model
+# The ranked lane (contract §12, threadmem/search/ranked): with no embedding model
 # configured, messages are embedded with the static model shipped inside the
 # wordllama package (threadmem/embeddings/static.py, never downloaded); false:
 # no static vectors, the lane ranks by keyword relevance alone.
@@ -328,12 +328,12 @@ THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMP
 # the LIKE that the spelling sample adds.
 THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
 # MCP: also send each tool's outputSchema and, beside the text, structuredContent (the REST JSON). Off by
-# default: Claude Code 2.1 hands the model the structuredContent instead of the text, which repeats every
-# window (JSON-escaped): 17,169 characters for a 7,793-character text, over the 12,000 cap (docs/mcp.md).
+# default: Claude Code hands the model the structuredContent instead of the text, and it repeats every
+# window, past the 12,000-character cap (docs/mcp.md).
 THREADMEM_MCP_STRUCTURED_CONTENT = env_bool("THREADMEM_MCP_STRUCTURED_CONTENT", False)
 # With it, a larger thread's index path has the time a scan of the thread
 # would take at this many bytes a millisecond, then the thread is scanned
-# (bench/search.py: a scan reads ~750,000; the default leaves the index room).
+# (below a scan's real rate, docs/search.md: the default leaves the index room).
 THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 400_000, minimum=1)
 # PostgreSQL: narrow a global search with the token indexes (migration 0014)
 # where a term allows it (threadmem/lib/tokens.py); off for comparison.

@@ -1,4 +1,4 @@
-"""Compaction over REST: start one, read a thread's compaction history (SPEC §4, §6)."""
+"""Compaction over REST: start one, read a thread's compaction history (contract §4, §6)."""
 
 from __future__ import annotations
 

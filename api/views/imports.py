@@ -1,4 +1,4 @@
-"""Imports over REST (SPEC §11): upload a JSONL file of sessions, read how its import went."""
+"""Imports over REST (contract §11): upload a JSONL file of sessions, read how its import went."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Search, the audit read, message isolation, the tool-call log and the tools (SPEC §6).
+"""Search, the audit read, message isolation, the tool-call log and the tools (contract §6).
 
 Over REST, staff are operators: they search every thread that is not
-isolated (the SPEC §2 exclusions still apply: search shows what a model could
+isolated (the contract §2 exclusions still apply: search shows what a model could
 be shown) and read every message with its flags. Everyone else is
 model-facing: their own threads only, and an audit read only of what search
 could show them; anything else answers 404 like a missing id.

@@ -1,4 +1,4 @@
-"""Threads, their messages and their current context (SPEC §6).
+"""Threads, their messages and their current context (contract §6).
 
 Views stay thin: check the body's shape, call one selector or service, render.
 Reads go through ``thread_get_for`` so another owner's thread answers 404;

@@ -1,4 +1,4 @@
-"""Agent turns over REST (SPEC §5 "Agent turns", §6): one call runs one turn.
+"""Agent turns over REST (contract §5 "Agent turns", §6): one call runs one turn.
 
 The loop, the prompt and the error rules live in ``threadmem.agent``; this
 view checks the body's shape, runs the turn and renders what it stored.

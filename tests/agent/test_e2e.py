@@ -135,7 +135,7 @@ def test_the_model_pulls_old_evidence_only_when_it_asks(compacted, owner_api, fa
     assert len(recalled) <= THREAD_SEARCH_MAX_CHARS
     assert TAIL_MARK in recalled
     assert recalled.startswith(HEADER)
-    assert f"result={compacted['result'].id} (" in recalled  # under its call's header (SPEC §9)
+    assert f"result={compacted['result'].id} (" in recalled  # under its call's header (contract §9)
     assert f"channel: {CHANNEL} ·" in recalled
     assert len(json.dumps(second, ensure_ascii=False)) < len(sent_first) + THREAD_SEARCH_MAX_CHARS + 2_000
 

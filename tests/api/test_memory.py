@@ -1,4 +1,4 @@
-"""REST: /api/v1/search/, /messages/{id}/, /tool-calls/, /tools/ (SPEC §6)."""
+"""REST: /api/v1/search/, /messages/{id}/, /tool-calls/, /tools/ (contract §6)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def test_the_audit_read_refuses_bad_parameters(owner_api, stored):
 
 @pytest.mark.django_db
 def test_the_audit_read_is_model_facing_for_operators_too(owner_api, operator_api, other_api, admin, thread, stored):
-    """SPEC §3, README: operators read what a model could; the console shows them isolated messages."""
+    """contract §3, docs/api.md: operators read what a model could; the console shows them isolated messages."""
     call, _ = stored
     (event,) = append(thread, {"role": "system", "kind": "machine_event", "content": "status line"})
     services.message_set_isolated(message=call, isolated=True, actor=admin)

@@ -14,7 +14,7 @@ from tests.support.factories import append, row_counts
 from threadmem.models import Generation, Message, Thread, ToolArgument
 from threadmem.render import message_data
 
-# SPEC §6's message, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
+# contract §6's message, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
 MESSAGE_FIELDS = {
     *("id", "generation", "seq"),  # where it stands
     *("role", "kind", "content", "tool_calls", "tool_call_id"),  # what it says

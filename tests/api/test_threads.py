@@ -12,7 +12,7 @@ from tests.support.api import SLACK, url
 from tests.support.factories import append, make_summary, make_thread, row_counts
 from threadmem.models import Generation, Message, Thread
 
-# SPEC §6's thread, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
+# contract §6's thread, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
 THREAD_FIELDS = {
     *("channel", "title", "isolated", "current_generation"),  # what it is
     *("owner", "parent", "fork_message_id"),  # whose, forked from where

@@ -1,4 +1,4 @@
-"""A message isolated while its generation's compaction runs is not in the summary it commits (SPEC §1, §4).
+"""A message isolated while its generation's compaction runs is not in the summary it commits (contract §1, §4).
 
 The model writes for a while with no transaction open; an admin isolating a
 message of the generation meanwhile must not find it quoted by the summary

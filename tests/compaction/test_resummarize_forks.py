@@ -1,4 +1,4 @@
-"""Isolation reaches a fork's summaries, and a fork keeps its parent's rewritten summary (SPEC §1, §4).
+"""Isolation reaches a fork's summaries, and a fork keeps its parent's rewritten summary (contract §1, §4).
 
 A fork's first generation is summarized from its parent's context at the
 fork point; isolating a parent's message at or before that point, or the

@@ -1,4 +1,4 @@
-"""Isolating a message of a compacted generation rewrites the summaries that quoted it (SPEC §1).
+"""Isolating a message of a compacted generation rewrites the summaries that quoted it (contract §1).
 
 The offline summarizer (no model configured) lists every user message in
 section 6, so a secret a user typed is quoted by the summary until the

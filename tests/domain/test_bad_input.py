@@ -1,4 +1,4 @@
-"""Input that used to answer an HTML 500 (SPEC §8): each is now a JSON 4xx naming the problem, writing nothing.
+"""Input that used to answer an HTML 500 (contract §8): each is now a JSON 4xx naming the problem, writing nothing.
 
 Bodies are sent as raw bytes, the way a client that escapes a lone surrogate
 (``"\\ud800"``) or nests 10,000 levels would send them.

@@ -1,4 +1,4 @@
-"""An isolated message or thread disappears from every model-facing read (SPEC §1), not only from search.
+"""An isolated message or thread disappears from every model-facing read (contract §1), not only from search.
 
 Non-staff callers hold the agent's token: their listing shows an isolated
 message's place and flags without its content, and so does a summary an

@@ -1,4 +1,4 @@
-"""``manage.py capture``: Claude Code's hooks bring in what a session gained, nothing twice (SPEC §11, Capture)."""
+"""``manage.py capture``: Claude Code's hooks bring in what a session gained, nothing twice (contract §11, Capture)."""
 
 from __future__ import annotations
 

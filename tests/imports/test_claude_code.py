@@ -1,4 +1,4 @@
-"""Importing the shared, real Claude Code sessions, checked against their raw JSONL (SPEC §11)."""
+"""Importing the shared, real Claude Code sessions, checked against their raw JSONL (contract §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Codex CLI rollouts (``import_sessions --format codex``, detection, capture, --follow): SPEC §11, Codex."""
+"""Codex CLI rollouts (``import_sessions --format codex``, detection, capture, --follow): contract §11, Codex."""
 
 from __future__ import annotations
 

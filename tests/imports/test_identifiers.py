@@ -36,5 +36,5 @@ def test_search_finds_in_the_old_generation_what_claude_codes_summary_dropped(ow
 
     hits = search_memory(user=owner, query=identifier, channel=thread.channel).hits
 
-    # A later read of the same output is listed once with it ("×N identical": SPEC §9).
+    # A later read of the same output is listed once with it ("×N identical": contract §9).
     assert output.pk in {message_id for hit in hits for message_id in (hit.message_id, *hit.identical_message_ids)}

@@ -1,4 +1,4 @@
-"""A session file streams: importing one four times longer does not hold more Python objects (SPEC §11)."""
+"""A session file streams: importing one four times longer does not hold more Python objects (contract §11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The README's client lines, run with the real clients from npm (clients/package.json) against a running server.
+"""The client lines of docs/mcp.md, run with the real clients from npm (clients/package.json) against a running server.
 
 Skipped where the clients cannot be installed (no npm, or no registry). HOME
 is a temporary directory, so nothing touches the real ~/.claude.
@@ -39,9 +39,9 @@ def clients() -> Path:
     return BIN
 
 
-def readme_lines() -> dict[str, str]:
-    """The README's `claude mcp add` lines, by transport."""
-    lines = re.findall(r"^claude mcp add .*$", (ROOT / "README.md").read_text(), flags=re.MULTILINE)
+def documented_lines() -> dict[str, str]:
+    """The `claude mcp add` lines of docs/mcp.md (where the README sends its readers), by transport."""
+    lines = re.findall(r"^claude mcp add .*$", (ROOT / "docs" / "mcp.md").read_text(), flags=re.MULTILINE)
     return {re.search(r"--transport (\w+)", line).group(1): line for line in lines}
 
 
@@ -68,7 +68,7 @@ def client_env(tmp_path, clients, alice) -> dict[str, str]:
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_every_readme_line_connects_with_claude_code(web, client_env, tmp_path, transport):
-    line = readme_lines()[transport].replace("http://127.0.0.1:8000", web)
+    line = documented_lines()[transport].replace("http://127.0.0.1:8000", web)
     line = line.replace('"$PWD/', f'"{ROOT}/')
     project = tmp_path / "project"
     project.mkdir()

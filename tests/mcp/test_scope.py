@@ -49,7 +49,7 @@ def test_isolated_threads_and_messages_are_out_of_reach_for_everyone(alice, alic
             user, ("search_memory", {"query": SECRET}), ("message_context_read", {"messageId": hidden.id})
         )
         assert search.structured_content["literal_hits_total"] == 0
-        # An audit read over MCP is model-facing (SPEC §3): an isolated message is a missing one.
+        # An audit read over MCP is model-facing (contract §3): an isolated message is a missing one.
         assert read.is_error
         assert text_of(read) == token_client(alice).get(f"/api/v1/messages/{hidden.id}/").json()["detail"]
     own_channel = calls(alice, ("search_memory", {"query": "staging", "channel": alice_thread.channel}))[0]

@@ -1,4 +1,4 @@
-"""message_context_read: one stored message, paged, for models and operators (SPEC §3)."""
+"""message_context_read: one stored message, paged, for models and operators (contract §3)."""
 
 from __future__ import annotations
 

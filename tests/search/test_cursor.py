@@ -1,4 +1,4 @@
-"""SPEC §9: the continuation cursor pages through every hit, once each, under the same caps and header."""
+"""contract §9: the continuation cursor pages through every hit, once each, under the same caps and header."""
 
 from __future__ import annotations
 

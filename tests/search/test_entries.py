@@ -1,4 +1,4 @@
-"""SPEC §9: one entry per tool call, the call's other arguments in brief, identical windows listed once."""
+"""contract §9: one entry per tool call, the call's other arguments in brief, identical windows listed once."""
 
 from __future__ import annotations
 

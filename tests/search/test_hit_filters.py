@@ -1,4 +1,4 @@
-"""SPEC §9: search_memory's tool and role filters, on every surface, bound into the cursor; bad values refused."""
+"""contract §9: search_memory's tool and role filters, on every surface, bound into the cursor; bad values refused."""
 
 from __future__ import annotations
 

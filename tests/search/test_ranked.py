@@ -1,4 +1,4 @@
-"""The ranked lane (SPEC §12) as a fresh install runs it: the database's full-text engine and the static model.
+"""The ranked lane (contract §12) as a fresh install runs it: the database's full-text engine and the static model.
 
 No model server: ``static_model`` turns the static model on (tests/conftest.py).
 Searches run the lane on a worker thread with its own database connection, so

@@ -1,4 +1,4 @@
-"""SPEC §9: a tool-argument hit names its tool and its results; a hit in a tool result names its tool and call."""
+"""contract §9: a tool-argument hit names its tool and its results; a hit in a tool result names its tool and call."""
 
 from __future__ import annotations
 

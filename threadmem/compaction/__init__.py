@@ -1,4 +1,4 @@
-"""Compaction: generations, the ten-section summary and the resource catalogue (SPEC §4).
+"""Compaction: generations, the ten-section summary and the resource catalogue (contract §4).
 
 ``summary.py`` writes the summary (``catalogue.py`` its section 10),
 ``service.py`` requests, claims and commits, ``selectors.py`` reads,

@@ -62,7 +62,7 @@ JSON_ERROR_MAX_CHARS = 100_000
 
 
 def guidance_line(channel: str) -> str:
-    """SPEC §4's closing line; the channel is quoted as a JSON string (so quotes in it stay readable)."""
+    """contract §4's closing line; the channel is quoted as a JSON string (so quotes in it stay readable)."""
     return GUIDANCE_TEMPLATE.format(channel=json.dumps(channel, ensure_ascii=False))
 
 

@@ -1,6 +1,6 @@
 """Re-summarizing after isolation: a summary must not keep quoting a message isolated after it was written.
 
-SPEC §1: an isolated message disappears from every model-facing read, and a
+contract §1: an isolated message disappears from every model-facing read, and a
 summary that quoted it is rewritten without it. Isolating a message of a
 compacted generation asks for a re-summary (a Compaction row with trigger
 ``isolation``, run by a task like any compaction): the generation is

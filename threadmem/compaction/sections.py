@@ -1,4 +1,4 @@
-"""The ten numbered sections of a compaction summary (SPEC §4) and what the summarizers share.
+"""The ten numbered sections of a compaction summary (contract §4) and what the summarizers share.
 
 ``summary.py`` writes sections 1-9 with the chat model, ``offline.py``
 without one; ``catalogue.py`` writes section 10.

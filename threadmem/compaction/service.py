@@ -1,4 +1,4 @@
-"""Compaction: request, claim, summarize, commit (SPEC §4).
+"""Compaction: request, claim, summarize, commit (contract §4).
 
 One compaction turns generation N of a thread into a closed generation and
 opens N+1 with the summary:

@@ -1,4 +1,4 @@
-"""The compaction summary: ten numbered sections (SPEC §4).
+"""The compaction summary: ten numbered sections (contract §4).
 
 Sections 1-9 come from the chat model when one is configured, otherwise from
 a deterministic summarizer, so the product works offline. Section 10 (the

@@ -15,7 +15,7 @@ How they are ranked, by cosine similarity:
   the caller reads only a small part of the store (an ordinary user's own
   threads, at most ``EXACT_MAX_MESSAGES`` messages), exactly instead: the
   index would have to walk past ~everyone else's chunks to find theirs
-  (bench/semantic.py: 300 ms and half the recall for 1 % of a million);
+  (slower and half the recall: docs/search.md, "Vectors");
 - SQLite: exactly, in NumPy, a block of chunks at a time.
 
 Several pieces of one message collapse into its best one; messages below
@@ -42,9 +42,8 @@ from threadmem.scope import SearchScope
 # Chunks fetched per message listed: the pieces of one long tool result are
 # often each other's nearest neighbours, and collapse into one.
 CANDIDATES_PER_RESULT = 4
-# HNSW: the candidate list per scan (pgvector's default is 40; 200 gave recall@10 0.95 in
-# bench/semantic.py where 100 gave 0.91 at about the same latency); iterative
-# scans read further when the scope's filters drop candidates.
+# HNSW: the candidate list per scan, above pgvector's default of 40 for recall at about the same
+# latency (docs/search.md, "Vectors"); iterative scans read further when the scope's filters drop candidates.
 HNSW_EF_SEARCH = 200
 # A global scope of at most this many messages is ranked exactly (see above).
 EXACT_MAX_MESSAGES = 50_000

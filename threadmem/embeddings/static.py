@@ -1,7 +1,7 @@
 """The embedded static embedding model: WordLlama's 256-dimension model, shipped inside its wheel.
 
 With no embedding model server configured, the ranked lane of "Other memory
-results" (SPEC §12) ranks by meaning with this one. Its weights and tokenizer
+results" (contract §12) ranks by meaning with this one. Its weights and tokenizer
 sit in the installed ``wordllama`` package (``wordllama/weights``,
 ``wordllama/tokenizers``); ``WordLlama.load`` looks there first, and with
 ``disable_download=True`` it raises instead of ever reaching the network.

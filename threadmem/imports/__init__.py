@@ -1,4 +1,4 @@
-"""Importing agent sessions (SPEC §11): Claude Code transcripts and OpenAI chat JSONL.
+"""Importing agent sessions (contract §11): Claude Code transcripts and OpenAI chat JSONL.
 
 ``claude_code`` and ``openai_chat`` turn lines into items (``records``);
 ``service`` writes them through ``services.messages_store`` in batches and

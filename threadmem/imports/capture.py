@@ -1,4 +1,4 @@
-"""Capture: import what a session file gained since the last capture, nothing twice (SPEC §11, Capture).
+"""Capture: import what a session file gained since the last capture, nothing twice (contract §11, Capture).
 
 An agent's hook calls it after each turn (``manage.py capture``, or the
 remote hook script through ``POST /api/v1/imports/`` with ``offset``). Each

@@ -1,4 +1,4 @@
-"""Claude Code transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``) as threadmem items (SPEC §11).
+"""Claude Code transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``) as threadmem items (contract §11).
 
 One file is one session. What each record becomes:
 

@@ -1,4 +1,4 @@
-"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) as threadmem items (SPEC §11).
+"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) as threadmem items (contract §11).
 
 One file is one session; each line is ``{timestamp, type, payload}``. What each record becomes:
 

@@ -93,7 +93,7 @@ def generation_close_imported(*, thread: Thread, event: MessageIn) -> bool:
 
 
 def generation_summary_imported(*, thread: Thread, summary: MessageIn, origin: str) -> Message | None:
-    """The agent's own summary opens the current generation, as a compaction's does (SPEC §4).
+    """The agent's own summary opens the current generation, as a compaction's does (contract §4).
 
     It is stored as ``kind=summary`` with ``summary_origin`` naming the agent,
     and becomes ``summary_message`` of the generation it summarizes (the one

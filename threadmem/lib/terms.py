@@ -1,4 +1,4 @@
-"""A search query as the terms search_memory matches (SPEC §2 "terms").
+"""A search query as the terms search_memory matches (contract §2 "terms").
 
 The whole query comes first (trimmed, surrounding quotes stripped); then each
 whitespace-separated word that is at least ``WORD_MIN_CHARS`` long once its

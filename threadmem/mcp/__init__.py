@@ -1,4 +1,4 @@
-"""The MCP server (SPEC §10): threadmem's two memory tools for any MCP client.
+"""The MCP server (contract §10): threadmem's two memory tools for any MCP client.
 
 A surface beside the REST API and the console: it calls the same domain
 functions (through ``threadmem.tools``) and imports neither of them.

@@ -1,8 +1,8 @@
 """The MCP tools: threadmem.tools' two schemas with MCP's names, hints and output schemas.
 
 The input schemas are derived from the OpenAI function schemas agent turns
-send, so an argument added there (SPEC §9's ``cursor``) reaches MCP clients
-with no change here. MCP names the message argument ``messageId`` (SPEC §10);
+send, so an argument added there (contract §9's ``cursor``) reaches MCP clients
+with no change here. MCP names the message argument ``messageId`` (contract §10);
 it is renamed to the tools' ``message_id`` on the way in, and back in the
 messages of refused calls.
 """

@@ -1,4 +1,4 @@
-"""Indexes for pairing tool calls and their results by (thread, tool_call_id): search names both halves (SPEC §9)."""
+"""Indexes pairing tool calls and their results by (thread, tool_call_id): search names both halves (contract §9)."""
 
 from django.db import migrations, models
 

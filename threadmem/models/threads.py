@@ -168,7 +168,7 @@ class Message(models.Model):
 
     @property
     def searchable(self) -> bool:
-        """What every model-facing read and search may show (SPEC §2 exclusions)."""
+        """What every model-facing read and search may show (contract §2 exclusions)."""
         return (
             self.kind == self.Kind.MESSAGE
             and self.model_visible

@@ -1,4 +1,4 @@
-"""The bounded pull interface: search_memory and message_context_read (SPEC §2, §3).
+"""The bounded pull interface: search_memory and message_context_read (contract §2, §3).
 
 literal/ runs the SQL, semantic.py the other-results part, bounded.py holds
 the caps, the layout and the pure merge; scope.py decides what a call may see;

@@ -101,7 +101,7 @@ SEARCH_RESULT_SCHEMA: dict[str, Any] = _object(
                     "role": _STRING,
                     "field": {"type": "string", "description": "content, or tool_args.<path>"},
                     "window": _STRING,
-                    "tool": {**_NULLABLE_STRING, "description": "the tool of the hit's call (SPEC §9)"},
+                    "tool": {**_NULLABLE_STRING, "description": "the tool of the hit's call (contract §9)"},
                     "result_message_ids": {**_INTEGERS, "description": "a tool-argument hit: its call's results"},
                     "call_message_id": {**_NULLABLE_INTEGER, "description": "a hit in a tool result: its call"},
                     "result_chars": {**_INTEGERS, "description": "each result's length, as result_message_ids"},

@@ -1,4 +1,4 @@
-"""message_context_read: one message as stored, paged (SPEC §3).
+"""message_context_read: one message as stored, paged (contract §3).
 
 Every caller reads as a model would (the read is model-facing for everyone,
 operators included): exactly the messages search may show it; any other id,

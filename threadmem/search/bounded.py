@@ -1,4 +1,4 @@
-"""The bounded shape of search_memory's answer (SPEC §2): caps, markers, layout, merge.
+"""The bounded shape of search_memory's answer (contract §2): caps, markers, layout, merge.
 
 Everything here is pure: the database work lives in ``literal/``; this
 module decides which hits are listed, how they are counted and what the model
@@ -24,7 +24,7 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
   back to the newest messages (see ``literal/plan.py``), the header says
   ``at least`` and a last line says what was searched;
 * a tool's hit names its tool and other half in its header (``link_suffix``,
-  SPEC §9), counted at its real length; when hits are left out the line
+  contract §9), counted at its real length; when hits are left out the line
   offers the cursor of the next page (``cursor.py``), reserved at its fixed
   length.
 """
@@ -54,14 +54,13 @@ THREAD_LITERAL_MAX_CHARS = 8_000
 WINDOW_CHARS = 800
 WINDOW_LEAD = 200
 # Global scope: stop counting a term's hits here. Counting every hit of a
-# common word over millions of messages costs seconds, and even 1,000 hits
-# of one cost ~150 ms on 2 cores (bench/search.py); "more than 100 more hits"
-# tells the model to narrow the query just as well.
+# common word over millions of messages costs seconds (docs/search.md,
+# "Counting"); "more than 100 more hits" tells the model to narrow the query just as well.
 SEARCH_COUNT_LIMIT = 100
 # Global scope: what a search reads when the index cannot narrow its terms in
 # time (settings.THREADMEM_SEARCH_INDEX_BUDGET_MS): the newest messages (among the newest
-# GLOBAL_RECENT_IDS of the store), up to this much content (about 15 ms of
-# scanning) or this many messages.
+# GLOBAL_RECENT_IDS of the store), up to this much content or this many
+# messages: a fallback that stays within THREADMEM_SEARCH_RECENT_BUDGET_MS.
 GLOBAL_RECENT_BYTES = 1_500_000
 GLOBAL_RECENT_MESSAGES = 5_000
 GLOBAL_RECENT_IDS = 50_000

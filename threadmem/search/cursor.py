@@ -1,4 +1,4 @@
-"""search_memory's continuation cursor (SPEC §9): where the next page of hits starts, signed.
+"""search_memory's continuation cursor (contract §9): where the next page of hits starts, signed.
 
 The position is the listing-order key of the first hit a page left out
 (term, messageId, ToolArgument id or 0 for content) and how many hits the

@@ -1,4 +1,4 @@
-"""One listed entry of the literal part (SPEC §2, §9): its header line (where the hit is, its tool and other
+"""One listed entry of the literal part (contract §2, §9): its header line (where the hit is, its tool and other
 half, its call's other arguments in brief, the messages whose hits had the same window) and its window.
 
 Pure: ``bounded.py`` decides which entries are listed and counts their length.
@@ -99,7 +99,7 @@ RESULT_FIELD = "result.content"
 
 @dataclass
 class Entry:
-    """One listed entry: the hit whose header it shows, and the later hits with the same window (SPEC §9).
+    """One listed entry: the hit whose header it shows, and the later hits with the same window (contract §9).
 
     ``from_result``: the entry of a call whose argument and result both
     matched, shown with the result's window (it came first): the header is
@@ -163,7 +163,7 @@ Call = tuple[int, int]  # (message id, call index)
 def call_of_fields(
     candidates: Iterable[Candidate], links: Mapping[tuple[int, int], HitLink | None], windowed: Container[Any]
 ) -> tuple[dict[tuple[int, int], Call], dict[Call, Candidate]]:
-    """One entry per tool call (SPEC §9): each field's call, and the argument hit that heads the call's entry.
+    """One entry per tool call (contract §9): each field's call, and the argument hit that heads the call's entry.
 
     An argument field belongs to its call; a tool result's content belongs to
     its call when one of that call's arguments matched too (the argument's

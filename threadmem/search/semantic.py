@@ -11,7 +11,7 @@ Which provider runs: the one installed with ``set_provider`` (tests), else
 the dotted path in the ``THREADMEM_SEMANTIC_PROVIDER`` setting, else
 ``memory_results`` (embeddings, threadmem/embeddings) once an embedding model
 and ``THREADMEM_MEMORY_ANSWER=llm`` are configured, else the ranked lane
-(``search/ranked``, SPEC §12: keyword relevance and meaning, with the
+(``search/ranked``, contract §12: keyword relevance and meaning, with the
 configured embedding model or the static one), else — no embedding model in
 force at all — ``not_configured``, which touches no database.
 

@@ -115,7 +115,7 @@ def search_memory(
     role: str | None = None,
     surface: str = "api",
 ) -> SearchResult:
-    """The bounded pull interface (SPEC §2, §9). Logs one ToolCall row, refused calls included.
+    """The bounded pull interface (contract §2, §9). Logs one ToolCall row, refused calls included.
 
     ``cursor``: the ``next_cursor`` of an earlier answer to the same caller, query and channel; the answer
     then lists the hits after the ones that answer listed. ``tool`` (a name or a list) and ``role`` keep only

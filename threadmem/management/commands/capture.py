@@ -1,4 +1,4 @@
-"""``manage.py capture [--owner USER] [--format F] [--path FILE]``: what Claude Code's hooks call (SPEC §11).
+"""``manage.py capture [--owner USER] [--format F] [--path FILE]``: what Claude Code's hooks call (contract §11).
 
 Reads the hook's JSON on standard input (``session_id``, ``transcript_path``,
 ``cwd``, ``hook_event_name``). ``Stop``, ``SubagentStop``, ``PreCompact`` and

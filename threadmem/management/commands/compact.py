@@ -21,7 +21,7 @@ POLL_SECONDS = 0.5
 
 
 class Command(BaseCommand):
-    help = "Compact the current generation of a thread (SPEC §4)."
+    help = "Compact the current generation of a thread (contract §4)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("channel", help="the thread's channel")

@@ -73,7 +73,7 @@ class Command(BaseCommand):
                     f'  curl -H "Authorization: Token {token.key}" {base}/api/v1/threads/',
                     f'  curl -H "Authorization: Token {token.key}" {base}/api/v1/threads/{DEPLOY_CHANNEL}/context/',
                     "",
-                    "MCP (Claude Code; README: Claude Desktop, Cursor, stdio):",
+                    "MCP (Claude Code; docs/mcp.md: Claude Desktop, Cursor, stdio):",
                     f"  claude mcp add --transport http threadmem {base}/mcp/"
                     f' --header "Authorization: Bearer {token.key}"',
                     "",

@@ -1,6 +1,6 @@
 """``manage.py import_sessions [--format claude-code|openai|codex] PATH... [--owner USER] [--channel C] [--follow]``.
 
-Imports agent sessions (SPEC §11) through ``threadmem.imports``: a PATH is a
+Imports agent sessions (contract §11) through ``threadmem.imports``: a PATH is a
 session file or a folder of them (a Claude Code project folder, or
 ``~/.claude/projects`` itself). A bad line is reported with its file and
 line number and skipped; the command then exits non-zero saying how many.
@@ -27,7 +27,7 @@ PLAIN_PROGRESS_STEP = 0.1  # a plain progress line every tenth of the bytes
 
 
 class Command(BaseCommand):
-    help = "Import Claude Code sessions, Codex CLI rollouts or OpenAI chat JSONL into threads (SPEC §11)."
+    help = "Import Claude Code sessions, Codex CLI rollouts or OpenAI chat JSONL into threads (contract §11)."
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -5,8 +5,7 @@ search falls back to the newest messages, and how long that may take
 (settings THREADMEM_SEARCH_INDEX_BUDGET_MS, THREADMEM_SEARCH_RECENT_BUDGET_MS).
 A trigram index narrows a rare term to a few rows quickly, but a term whose
 trigrams are all common (a phrase of common words, a path of common parts)
-leaves it thousands of large rows to re-check: seconds on a large store
-(docs/search.md).
+leaves it thousands of large rows to re-check (docs/search.md).
 
 Those budgets are milliseconds of an idle machine's work. A saturated machine
 shares its cores among everything runnable, so the same work takes longer on
@@ -79,9 +78,8 @@ def is_timeout(error: DatabaseError) -> bool:
 # machine they start slower than these LIMITed scans finish, and do work the
 # LIMIT throws away. No JIT: the planner's cost of a global statement grows
 # with the store (every branch is priced as if it read to its end), and past
-# jit_above_cost (100,000: the phrase's statement at two million messages)
-# PostgreSQL compiled its expressions first, 73 ms of LLVM for a statement
-# that then ran in 20 (docs/scaling.md).
+# jit_above_cost compiling the expressions costs more than the statement
+# (docs/scaling.md).
 _BUDGET_SETTINGS = (
     "SELECT set_config('statement_timeout', {timeout}, true), "
     "set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)"

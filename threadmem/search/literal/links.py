@@ -1,4 +1,4 @@
-"""A hit's other half (SPEC §9): a tool-argument hit's tool and results, a tool result's tool and call.
+"""A hit's other half (contract §9): a tool-argument hit's tool and results, a tool result's tool and call.
 
 Two SQL columns that a statement which already cuts a field's window adds
 beside it (``with_small_windows``, the windows statement): no statement of
@@ -108,7 +108,7 @@ class LinkSql(NamedTuple):
         )
 
 
-# A call's arguments in brief (SPEC §9): its first few top-level keys, each key and value cut to this many
+# A call's arguments in brief (contract §9): its first few top-level keys, each key and value cut to this many
 # characters in the database (one more, so the header can tell a cut value); bounded.args_brief lays them out.
 ARGUMENT_KEYS_MAX = 12
 ARGUMENT_CHARS = 48
@@ -175,8 +175,8 @@ def link_function_sql() -> str:
     """PostgreSQL: ``threadmem_hit_link``, the lookups of ``link_sql`` as a PL/pgSQL function.
 
     The same statements, planned once per connection (PL/pgSQL caches its
-    plans) instead of with every search: inline, the four lookups cost a
-    search ~1.8 ms of planning, more than the rest of a rare term's match.
+    plans) instead of with every search: inline, their planning cost more
+    than the rest of a rare term's match (docs/search.md, "Tool links").
     Created from this module's code after every migration (apps.py), so it
     never drifts from ``searchable_sql``; tests/search/test_tool_links.py
     holds its answers equal to the inline SQL's.

@@ -283,8 +283,8 @@ def _not_older_than_content_sql(index: int, *, indexed: bool) -> str:
     ``indexed``: the bound may narrow the trigram index's candidates through
     the (message id) index, before their costly re-check. A token branch's
     posting list is exact and short; ANDed with that range (tens of thousands
-    of ids at a million messages: 4 ms for the phrase's arguments) it costs
-    more than it saves, so there the bound only filters the candidates.
+    of ids on a large store) it costs more than it saves, so there the bound
+    only filters the candidates (docs/search.md).
     """
     message_id = "a.message_id" if indexed else "(a.message_id + 0)"
     return (

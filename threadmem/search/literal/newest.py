@@ -3,10 +3,9 @@
 A word the token index's statistics call common (``tokens.newest_first_terms``)
 is found with no index: its content branch reads the newest messages until
 SEARCH_COUNT_LIMIT + 1 of them hold it. ``connection refused`` asks for the
-phrase and for each word, so two such branches read the same newest rows; at
-a million messages those are the largest of the store (the bench's stress
-thread, 60,000 characters a result), and decompressing them is most of what
-each branch costs. With two or more such words one CTE (``nf``) reads the
+phrase and for each word, so two such branches read the same newest rows,
+and decompressing them is most of what each branch costs (docs/search.md,
+"Common words share one read"). With two or more such words one CTE (``nf``) reads the
 newest messages once, decompresses each once and tests every word in it;
 each word's branch takes its hits from that CTE, which PostgreSQL runs only
 as far as its readers ask: as far as the word that needs the most rows.

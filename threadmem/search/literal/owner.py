@@ -2,9 +2,8 @@
 
 An owner's threads are interleaved with every other owner's, so the trigram
 index of a word common across the store reads its whole posting list before
-it keeps the owner's fields (45 ms for ``error`` at a million messages,
-docs/scaling.md), and the newest-messages fallback, which reads the store's
-newest ids, holds few of theirs. Their own newest messages come cheaply from
+it keeps the owner's fields, and the newest-messages fallback, which reads
+the store's newest ids, holds few of theirs. Their own newest messages come cheaply from
 the (thread, id) index instead: the newest ``OWNER_WINDOW_MESSAGES`` of each
 thread, the newest of those overall, up to ``OWNER_WINDOW_BYTES`` of content.
 
@@ -18,8 +17,8 @@ a common word is answered from the window, a rare one by the indexes.
 
 A term the token index narrows (``tokens.py``) skips the window: its exact
 posting list holds the fields that can match and nothing else, so reading
-the window for it (about 8 ms at a million messages) would cost a rare
-host or path more than the whole index branch.
+the window for it would cost a rare host or path more than the whole index
+branch. Figures: docs/search.md, "An owner's window".
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
 
-# About 2.4 MB of the bench's messages (4 MB at most): enough for a word in a
-# fifth of them to pass SEARCH_COUNT_LIMIT hits, cheap enough for a rare one.
+# Enough for a word in a fifth of the window to pass SEARCH_COUNT_LIMIT hits,
+# cheap enough for a rare one (docs/search.md, "An owner's window").
 OWNER_WINDOW_MESSAGES = 1_000
 OWNER_WINDOW_BYTES = 4_000_000
 # More threads than this: one lookup each would cost more than the window saves.

@@ -21,8 +21,8 @@ from threadmem.lib.tokens import UNINDEXED_QUERY, token_query, word_lexeme
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, TOKENS_VERSION, Dialect
 
-# The token indexes: opt-in (``manage.py token_index``), as they cost appends
-# about three times their time (docs/scaling.md).
+# The token indexes: opt-in (``manage.py token_index``), as they slow appends
+# (figures: docs/scaling.md).
 TOKEN_INDEXES = (
     ("message_content_tokens", "threadmem_message", "content"),
     ("toolarg_value_tokens", "threadmem_toolargument", "value"),
@@ -147,13 +147,12 @@ def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> 
     """The terms whose global content branch reads newest first, with no index: words the statistics call common.
 
     The trigram index's estimate of a word comes from the column's histogram,
-    which holds short fields only; a word common in long ones (``refused``)
-    can be estimated in 25 fields where 23,340 hold it, and the planner then
-    reads all of its posting list (docs/scaling.md). The token index's
+    which holds short fields only, so it underestimates a word common in long
+    ones and the planner reads all of its posting list. The token index's
     statistics count whole words in every field: a floor on the term's share.
     Tool arguments are short, so their histogram estimates well; there the
-    planner keeps choosing (and a newest-first argument branch joined its
-    messages by a merge over both tables, 19 ms for ``error``).
+    planner keeps choosing (a newest-first argument branch cost more). Figures:
+    docs/search.md, "The token index".
     """
     if not dialect.has_tokens:
         return frozenset()
@@ -168,13 +167,10 @@ def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> 
 # the index and the rows' small columns), the join back to the row, the order.
 # The candidates are the fields whose lexemes the term asks for, in the scope,
 # then (UNION ALL) the fields too large to index, found alone and only then
-# held to the scope: the planner prices any tsquery lexeme it has no
-# statistics for at 0.5 % of the fields, so the unindexed lexeme ORed into the
-# term's query made every term look common, and an owner's rare term was
-# ANDed with the ~10,000 ids of their threads from the thread index (1.5 ms
-# at a million messages) where its posting list held 6. The fence (OFFSET 0)
-# keeps the scope out of the unindexed fields' index scan, and each argument
-# of theirs finds its message by id.
+# held to the scope: ORed into the term's query, the unindexed lexeme (which
+# has no statistics) made every term look common to the planner. The fence
+# (OFFSET 0) keeps the scope out of the unindexed fields' index scan, and each
+# argument of theirs finds its message by id (docs/search.md, "The token index").
 _KINDS = {
     "content": (
         "m.content",

@@ -1,4 +1,4 @@
-"""The ranked lane: the default "Other memory results" (SPEC §12).
+"""The ranked lane: the default "Other memory results" (contract §12).
 
 - ``keyword.py``: keyword relevance from the database's full-text engine;
 - ``lane.py``: meaning (``embeddings/retrieve.py``), the fusion, the entries;

@@ -27,8 +27,8 @@ from django.db import connection
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 
-# Measured on the tune half of LoCoMo (docs/search.md): short turns reward a
-# weak length normalisation (b 0.3: 68.1 % of evidence in the top 55, b 0.75: 67.0 %).
+# Short conversational turns reward a weak length normalisation (tuned on
+# LoCoMo's tune half: docs/search.md).
 BM25_K1 = 0.9
 BM25_B = 0.3
 # PostgreSQL: rows (piece, lexeme) read at most; a global scope's common word

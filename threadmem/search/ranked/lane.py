@@ -38,11 +38,11 @@ RANKED_TOP_K = 80
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
 # A ranked entry shows this much of its piece, from a little before the first
-# query word it holds: more, shorter entries find more (LoCoMo tune half:
-# 800 characters 66.8 %, 300 characters 67.2 %, measured in docs/search.md).
+# query word it holds: more, shorter entries find more (docs/search.md,
+# "How the 12,000 characters are shared").
 RANKED_WINDOW_CHARS = 300
 RANKED_WINDOW_LEAD = 60
-# Reciprocal rank fusion's constant (measured 5-100 in docs/search.md: 10 best).
+# Reciprocal rank fusion's constant: the best of those tried (docs/search.md).
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
 # model and for a configured one (THREADMEM_SEMANTIC_MIN_SCORE).
@@ -154,7 +154,7 @@ def entry_text(ranked: Ranked, *, words: list[str], with_channel: bool) -> str:
 def ranked_results(
     *, scope: SearchScope, query: str, terms: list[str], keyword_on: bool = True, meaning_on: bool = True
 ) -> str:
-    """The default "Other memory results" (SPEC §12): the scope's messages ranked for the whole query."""
+    """The default "Other memory results" (contract §12): the scope's messages ranked for the whole query."""
     model = choice.active_model()
     if not model:
         return NO_MODEL
