@@ -44,10 +44,11 @@ CODEX_FIXTURES = [
 ]
 
 # What counts as an identifier: the things an agent needs verbatim later and a summary tends to drop.
+# A path starts where no path character precedes it: `/repo/migrations` of `priv/repo/migrations/` is no identifier.
 IDENTIFIER = re.compile(
     r"""
       (?P<uuid>\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b)
-    | (?P<path>(?:~|\.{1,2})?/(?:[\w.@+-]+/)+[\w.@+-]+|\b[\w.-]+/(?:[\w.-]+/)*[\w-]+\.[a-z]{1,5}\b)
+    | (?P<path>(?<![\w.@+-])(?:~|\.{1,2})?/(?:[\w.@+-]+/)+[\w.@+-]+|\b[\w.-]+/(?:[\w.-]+/)*[\w-]+\.[a-z]{1,5}\b)
     | (?P<ip>\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b)
     | (?P<host>\b(?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|internal|local|cloud|ai)\b)
     | (?P<version>\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.]+)?\b)
@@ -96,7 +97,7 @@ def measure(path: Path, user, *, fmt: str, examples: int, misses: bool = False) 
                 once[identifier] = pks[0]
                 if identifier[1] in summary:
                     kept.add(identifier)
-    found, dropped_found, by_role, verbatim = set(), [], 0, 0
+    found, dropped_found, by_role, verbatim, missed = set(), [], 0, 0, []
     for identifier, pk in sorted(once.items()):
         hits = search_memory(user=user, query=identifier[1], channel=channel).hits
         verbatim += any(identifier[1] in hit.window for hit in hits)
@@ -109,7 +110,7 @@ def measure(path: Path, user, *, fmt: str, examples: int, misses: bool = False) 
         # The one call an agent would make knowing the identifier came from a tool's output.
         by_role += pk in _named(search_memory(user=user, query=identifier[1], channel=channel, role="tool").hits)
         if misses:
-            print(f"    missed: {identifier[1]!r} ({identifier[0]}): {len(hits)} hits, none its output")
+            missed.append(f"missed: {identifier[1]!r} ({identifier[0]}): {len(hits)} hits, none its output")
     return {
         "session": path.stem,
         "outputs": outputs,
@@ -122,6 +123,7 @@ def measure(path: Path, user, *, fmt: str, examples: int, misses: bool = False) 
         "dropped": len(once) - len(kept),
         "dropped_found": len(dropped_found),
         "examples": _spread(dropped_found, examples),
+        "missed": missed,
     }
 
 
@@ -162,6 +164,8 @@ def report(label: str, agent: str, files: list[Path], user, *, fmt: str, example
         )
         for kind, value in result["examples"]:
             print(f"    dropped by the summary, found by search: {value}  ({kind})")
+        for line in result["missed"]:
+            print(f"    {line}")
     if totals["once"]:
         print(
             f"  all: the summary kept {totals['kept']}/{totals['once']} ({totals['kept'] / totals['once']:.0%});"
