@@ -47,6 +47,8 @@ urlpatterns += [
 # --- imports (api/views/imports.py) ---
 urlpatterns += [
     path("imports/", imports.ImportListView.as_view(), name="import-list"),
+    # Before imports/<id>/, which would take "catalogue" for an id.
+    path("imports/catalogue/", imports.SessionCatalogueView.as_view(), name="import-catalogue"),
     path("imports/<str:import_id>/", imports.ImportDetailView.as_view(), name="import-detail"),
 ]
 

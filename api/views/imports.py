@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
@@ -18,6 +18,7 @@ from api.serializers import ReadOnlyModelSerializer
 from threadmem import selectors
 from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
 from threadmem.imports import capture, uploads
+from threadmem.imports.catalogue import HOOK_FIELD_MAX_CHARS, SESSION_CATALOGUE_MAX_CHARS, session_start_catalogue
 from threadmem.imports.records import FORMATS
 from threadmem.models import Import
 from threadmem.services import CHANNEL_MAX_CHARS
@@ -167,3 +168,44 @@ class ImportDetailView(APIView):
         if record is None:
             raise NotFound(f"import {import_id!r} not found")
         return Response(ImportSerializer(record).data)
+
+
+class SessionCatalogueView(APIView):
+    @extend_schema(
+        summary="The pointer at session start: the caller's earlier sessions of a project",
+        description=(
+            "What a SessionStart hook on another host adds to the new session's context "
+            "(`scripts/threadmem-capture-hook`; `manage.py capture` prints the same locally): the caller's "
+            "earlier sessions of the project, newest first (channel, first prompt or title, dates, message count) "
+            "and one line saying to call `search_memory` with a channel from it; never their content. The "
+            "project: threads whose working directory is `cwd`, or whose session file (as the client named it "
+            "when capturing) is in the folder of `transcript_path`; `session_id` (the session starting) is left "
+            f"out. `context` is empty when there is none, and at most {SESSION_CATALOGUE_MAX_CHARS} characters. "
+            "Only the caller's own threads are listed."
+        ),
+        parameters=[
+            OpenApiParameter(
+                name, {"type": "string", "maxLength": HOOK_FIELD_MAX_CHARS}, OpenApiParameter.QUERY, description=about
+            )
+            for name, about in (
+                ("cwd", "the hook's cwd: the project's working directory"),
+                ("transcript_path", "the hook's transcript_path: the new session's file on the client"),
+                ("session_id", "the hook's session_id: the session starting, left out"),
+            )
+        ],
+        responses={
+            200: inline_serializer(
+                "SessionCatalogue", {"context": serializers.CharField(max_length=SESSION_CATALOGUE_MAX_CHARS)}
+            ),
+            **errors(400, 401),
+        },
+        tags=["imports"],
+    )
+    def get(self, request: Request) -> Response:
+        text = session_start_catalogue(
+            owner=request.user,
+            cwd=request.query_params.get("cwd", ""),
+            transcript_path=request.query_params.get("transcript_path", ""),
+            session_id=request.query_params.get("session_id", ""),
+        )
+        return Response({"context": text})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
+from bench.codex_sessions import write_rollouts
 from tests.support.sessions import LONG, OTHER_LONG, data_dir
 from threadmem.models import Generation, Message, Thread
 from threadmem.search import search_memory
@@ -37,4 +38,21 @@ def test_search_finds_in_the_old_generation_what_claude_codes_summary_dropped(ow
     hits = search_memory(user=owner, query=identifier, channel=thread.channel).hits
 
     # A later read of the same output is listed once with it ("×N identical": contract §9).
+    assert output.pk in {message_id for hit in hits for message_id in (hit.message_id, *hit.identical_message_ids)}
+
+
+@pytest.mark.parametrize(("session", "identifier"), DROPPED_BY_THE_SUMMARY[::2])
+def test_search_finds_in_a_codex_rollouts_old_generation_what_its_compacted_summary_dropped(
+    owner, tmp_path, session, identifier
+):
+    """The session written as a Codex rollout (bench/codex_sessions.py): its compaction is a ``compacted`` record."""
+    (rollout,) = write_rollouts([data_dir() / f"{session}.jsonl"], tmp_path)
+    call_command("import_sessions", "--owner", "owner", str(rollout))  # the format read from the first record
+    thread = Thread.objects.get(channel=f"codex:codex-{session}", source_format="codex")
+    old = Generation.objects.get(thread=thread, number=1)
+    (output,) = Message.objects.filter(thread=thread, generation=1, role="tool", content__contains=identifier)
+    assert identifier not in old.summary_message.content and old.summary_message.summary_origin == "codex"
+
+    hits = search_memory(user=owner, query=identifier, channel=thread.channel).hits
+
     assert output.pk in {message_id for hit in hits for message_id in (hit.message_id, *hit.identical_message_ids)}

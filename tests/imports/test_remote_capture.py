@@ -166,5 +166,7 @@ def test_a_hook_that_cannot_reach_the_server_exits_0_with_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("threadmem capture: cannot reach http://127.0.0.1:9")
     unset = run_hook(hook_json("PreCompact", transcript=live, session_id="s"))
     assert unset.returncode == 0 and unset.stderr == "threadmem capture: set THREADMEM_URL and THREADMEM_TOKEN\n"
-    other_event = run_hook(hook_json("SessionStart", transcript=live, session_id="s"), **env)
+    start = run_hook(hook_json("SessionStart", transcript=live, session_id="s"), **env)
+    assert start.returncode == 0 and start.stdout == "" and start.stderr.startswith("threadmem capture: cannot reach")
+    other_event = run_hook(hook_json("UserPromptSubmit", transcript=live, session_id="s"), **env)
     assert other_event.returncode == 0 and other_event.stderr == "" and other_event.stdout == ""

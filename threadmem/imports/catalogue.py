@@ -10,14 +10,21 @@ with ``search_memory``. It is bounded to ``SESSION_CATALOGUE_MAX_CHARS``.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, OuterRef, Q, Subquery
 
+from threadmem.errors import InvalidInput
+from threadmem.lib.storable import text_problem
 from threadmem.models import Message, Thread
 
 SESSION_CATALOGUE_MAX_CHARS = 2_000
 SESSION_CATALOGUE_MAX_SESSIONS = 12
 PROMPT_MAX_CHARS = 90
+HOOK_FIELD_MAX_CHARS = 4_096
+# The session starting is named by Claude Code's session id; its thread's channel is the importer's.
+SESSION_CHANNEL_PREFIX = "claude-code:"
 HINT = (
     "To recall what was decided or done in one of them, call search_memory with its channel "
     '(or channel "*" for all your threads); message_context_read expands a hit.'
@@ -27,7 +34,7 @@ HINT = (
 def session_catalogue(*, owner: AbstractBaseUser, cwd: str, project_dir: str = "", exclude_channel: str = "") -> str:
     """The catalogue text, or "" when the project has no earlier session in threadmem."""
     where = Q(source_cwd=cwd) if cwd else Q(pk__in=[])
-    if project_dir:
+    if project_dir.rstrip("/"):  # never "/": that would be every session of the owner
         where |= Q(source_path__startswith=project_dir.rstrip("/") + "/")
     first_prompt = (
         Message.objects.filter(thread=OuterRef("pk"), role=Message.Role.USER, kind=Message.Kind.MESSAGE)
@@ -60,6 +67,28 @@ def session_catalogue(*, owner: AbstractBaseUser, cwd: str, project_dir: str = "
         budget -= len(line) + 1
     lines.append(HINT)
     return "\n".join(lines)
+
+
+def session_start_catalogue(
+    *, owner: AbstractBaseUser, cwd: str = "", transcript_path: str = "", session_id: str = ""
+) -> str:
+    """The catalogue for a SessionStart hook's fields (``cwd``, ``transcript_path``, ``session_id``).
+
+    The project folder is the transcript's folder as the client names it:
+    a remote capture keeps the client's path as the thread's ``source_path``.
+    """
+    for name, value in (("cwd", cwd), ("transcript_path", transcript_path), ("session_id", session_id)):
+        too_long = f"is over {HOOK_FIELD_MAX_CHARS} characters" if len(value) > HOOK_FIELD_MAX_CHARS else None
+        problem = text_problem(value) or too_long
+        if problem:
+            raise InvalidInput(f"{name} {problem}", field=name)
+    transcript = transcript_path.replace("\\", "/")
+    return session_catalogue(
+        owner=owner,
+        cwd=cwd,
+        project_dir=str(PurePosixPath(transcript).parent) if transcript else "",
+        exclude_channel=f"{SESSION_CHANNEL_PREFIX}{session_id}" if session_id else "",
+    )
 
 
 def _session_line(thread: dict, messages: int) -> str:

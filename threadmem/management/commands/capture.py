@@ -27,11 +27,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
 from threadmem.imports.capture import CAPTURE_EVENTS, capture_files, session_capture_files
-from threadmem.imports.catalogue import session_catalogue
+from threadmem.imports.catalogue import session_start_catalogue
 from threadmem.imports.records import FORMATS
 
 TOKEN_VARIABLE = "THREADMEM_TOKEN"
-CHANNEL_PREFIX = "claude-code:"
 
 
 class CaptureRefused(Exception):
@@ -90,13 +89,11 @@ class Command(BaseCommand):
             self.stderr.write(f"threadmem capture: skipped {report.skipped} bad line(s) in {path}")
 
     def _session_start(self, user: Any, hook: dict[str, Any]) -> None:
-        transcript = str(hook.get("transcript_path") or "")
-        session = str(hook.get("session_id") or "")
-        text = session_catalogue(
+        text = session_start_catalogue(
             owner=user,
             cwd=str(hook.get("cwd") or ""),
-            project_dir=str(Path(transcript).parent) if transcript else "",
-            exclude_channel=f"{CHANNEL_PREFIX}{session}" if session else "",
+            transcript_path=str(hook.get("transcript_path") or ""),
+            session_id=str(hook.get("session_id") or ""),
         )
         if text:
             output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
