@@ -104,7 +104,20 @@ def import_sessions(user, data: Path) -> list[str]:
     if not paths:
         raise SystemExit(f"no session files (*.jsonl) in {data}")
     report = import_paths(paths=paths, fmt="claude-code", owner=user)
+    embed_now(report.channels)
     return report.channels
+
+
+def embed_now(channels: list[str]) -> None:
+    """Finish the sessions' embeddings before asking: the import queued them on a background thread, and a
+    first run racing it would measure a ranked lane that a second run has whole."""
+    from threadmem.embeddings import choice, service, tasks
+    from threadmem.models import Thread
+
+    tasks.wait_for_background(timeout=600)
+    if choice.active_model():
+        for thread_id in Thread.objects.filter(channel__in=channels).values_list("id", flat=True):
+            service.embed_thread(thread_id=thread_id)
 
 
 def fingerprint(text: str) -> str:
