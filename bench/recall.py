@@ -66,6 +66,12 @@ DEFINITION = re.compile(
 )
 READ_LINE_NUMBER = re.compile(r"^\s*\d+→")
 BASELINE_MESSAGES = 5
+TITLES = {
+    "claude-code": "compacted by Claude Code",
+    "threadmem": "compacted by threadmem's automatic compaction on import (offline summarizer)",
+    "cut": "compacted by nobody, cut where threadmem's compaction would at {cut_at:,} chars "
+    "('summary kept': the text after the cut)",
+}
 
 
 @dataclass
@@ -305,16 +311,16 @@ def report(title: str, measures: list[Measures]) -> None:
         )
 
 
-def run(data: Path, max_calls: int, cut_at: int) -> None:
+def run(data: Path, max_calls: int, cut_at: int | None) -> None:
     (user,) = setup()
     channels = import_sessions(user, data)
     from threadmem.models import Thread
 
-    measured: dict[str, list[Measures]] = {"compacted": [], "cut": []}
+    measured: dict[str, list[Measures]] = {kind: [] for kind in TITLES}
     for channel in channels:
         thread = Thread.objects.get(channel=channel)
         messages = messages_of(thread)
-        split = split_of(thread, summary_of(thread), searchable_text, cut_at)
+        split = split_of(thread, searchable_text, cut_at)
         if split is None:
             continue
         identities = identity_cases(messages, split)
@@ -327,17 +333,16 @@ def run(data: Path, max_calls: int, cut_at: int) -> None:
             f"{measures.identity.found}/{measures.identity.total}, association {one.found}/{one.total}"
             + (f", calls mean {statistics.mean(one.calls):.2f}" if one.calls else "")
         )
-    compacted = measured["compacted"]
-    report(f"real sessions compacted by Claude Code ({len(compacted)} threads, from {data}):", compacted)
-    if measured["cut"]:
-        report(
-            f"real sessions never compacted, cut where threadmem's automatic compaction would at {cut_at:,} "
-            f"chars ({len(measured['cut'])} threads; 'summary kept' counts the text after the cut):",
-            measured["cut"],
-        )
+    for kind, title in TITLES.items():
+        if measured[kind] or kind == "claude-code":
+            heading = f"real sessions {title.format(cut_at=cut_at or 0)} ({len(measured[kind])} threads, from {data}):"
+            report(heading, measured[kind])
+    every = [m for kind in TITLES for m in measured[kind]]
+    if len(every) > len(measured["claude-code"]):
+        report(f"all real sessions above ({len(every)} threads):", every)
     channel, associations, identities = recall_synthetic.build(user)
     thread = Thread.objects.get(channel=channel)
-    split = Split("compacted", thread.current_generation, None, frozenset(), summary_of(thread))
+    split = Split("claude-code", thread.current_generation, None, frozenset(), summary_of(thread))
     synthetic = measure(user, thread, split, identities, associations, max_calls)
     report(
         f"synthetic needles ({recall_synthetic.PATHS} paths, each named in "
@@ -358,14 +363,12 @@ def main() -> None:
     parser.add_argument(
         "--cut-at",
         type=int,
-        help="cut a session Claude Code never compacted where threadmem's automatic compaction would at this "
-        "many model-visible characters (default: THREADMEM_COMPACT_AT_CHARS)",
+        help="also measure the sessions nobody compacted, cut where threadmem's automatic compaction would "
+        "if THREADMEM_COMPACT_AT_CHARS were this many model-visible characters",
     )
     args = parser.parse_args()
     django.setup()
-    from django.conf import settings
-
-    run(args.data.resolve(), args.max_calls, args.cut_at or settings.THREADMEM_COMPACT_AT_CHARS)
+    run(args.data.resolve(), args.max_calls, args.cut_at)
 
 
 if __name__ == "__main__":
