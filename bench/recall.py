@@ -60,9 +60,12 @@ LINES_PER_PATH = 5
 IDENTIFIER = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{6,}[A-Za-z0-9](?![\w-])")
 SUMMARY_PATH = re.compile(r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
 DEFINITION = re.compile(
-    r"^\s*(?:def|defp|defmodule|defmacro|class|function|async function|export (?:default )?(?:function|class|const)|"
-    r"const|let|fn|pub fn|interface|type|module|struct|impl|test|describe|config|schema|attribute|"
-    r"defstruct|use|import|alias|plug|scope|live|get|post)\s+\S"
+    r"^\s*(?:def|defp|defmodule|defmacro|class|function|async function|"
+    r"export (?:default )?(?:async )?(?:function|class|const|let|type|interface|enum)|"
+    r"const|let|fn|pub fn|func|fun|data class|enum|record|interface|type|module|struct|impl|test|describe|"
+    r"config|schema|attribute|defstruct|use|import|alias|plug|scope|live|get|post|"
+    # Java, C#, Kotlin, TypeScript members: an access modifier, then what it declares
+    r"(?:public|private|protected|internal)(?:\s+(?:static|final|abstract|sealed|override|async|readonly))*)\s+\S"
 )
 READ_LINE_NUMBER = re.compile(r"^\s*\d+→")
 BASELINE_MESSAGES = 5
