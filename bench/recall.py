@@ -8,11 +8,13 @@ sessions of the data folder (its ``*.jsonl``; their ``<id>/subagents/`` are
 not imported) are imported with threadmem's importer as the user
 ``bench-recall``; importing again adds nothing, so reruns reuse them.
 
-Measured: each session Claude Code compacted, about generation 1 (the part
-its summary replaced); apart, each session it never compacted but long enough
-for threadmem's automatic compaction, about the part before where that
-compaction would cut it (bench/recall_split.py). Sessions neither compacted
-nor that long are skipped. Two kinds of question about the old part:
+Measured, each kind apart (bench/recall_split.py): the sessions Claude Code
+compacted, and those threadmem's own automatic compaction compacted while
+they were imported, about the generations before the current one (the part
+the summary replaced); with ``--cut-at``, the sessions nobody compacted but
+longer than that, about the part before where threadmem's compaction would
+cut them at that threshold. Other sessions are skipped. Two kinds of question
+about the old part:
 
 * identity: an identifier (letters and digits, 8+ characters) that exactly
   one message of the thread holds, an old tool output, and that no
