@@ -194,10 +194,12 @@ def association_cases(thread, messages: list, split: Split) -> list[tuple[str, s
     by_id = {m.id: m for m in messages}
     results_by_call = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     cases = []
+    all_reads = list(
+        ToolArgument.objects.filter(thread=thread, tool_name="Read", path="file_path").order_by("message_id")
+    )
     for path in sorted(set(SUMMARY_PATH.findall(split.context))):
-        reads = ToolArgument.objects.filter(
-            thread=thread, tool_name="Read", path="file_path", value__endswith=path
-        ).order_by("message_id")
+        # A Windows session reads C:\\…\\x.py where its prose names the path with slashes.
+        reads = [read for read in all_reads if read.value.replace("\\", "/").endswith(path)]
         lines: set[str] = set()
         for read in reads:
             call = by_id.get(read.message_id)

@@ -21,6 +21,7 @@ HIT = re.compile(
     r"(?: args: (.*?))?(?: \(×\d+ identical: messageIds [\d, …]+\))?$"
 )
 RESULT_ID = re.compile(r"(?:^|,)(\d+)")
+SIZE = re.compile(r" \([\d,]+ chars\)")  # a result's size: its thousands separator is no id
 PARTIAL = re.compile(r"(?:^| )(?:offset|limit)=")
 NEXT_CURSOR = re.compile(r'cursor="([^"]+)"')
 NEXT_OFFSET = re.compile(r"\nnext offset: (\d+)$")
@@ -80,7 +81,7 @@ def scripted_search(
                     continue
                 ids = [int(hit.group(1))] if hit.group(6) == "call" else []
                 if hit.group(6) == "result" and hit.group(7) != "-":
-                    ids = [int(i) for i in RESULT_ID.findall(hit.group(7))]
+                    ids = [int(i) for i in RESULT_ID.findall(SIZE.sub("", hit.group(7)))]
                 is_partial = bool(hit.group(8) and PARTIAL.search(hit.group(8)))
                 (parts if is_partial else whole).extend(ids)
                 if is_partial:
