@@ -223,7 +223,7 @@ def partially_read(messages: list, paths: list[str]) -> set[str]:
             if call.get("name") != "Read" or not isinstance(arguments, dict):
                 continue
             if "offset" in arguments or "limit" in arguments:
-                file_path = str(arguments.get("file_path", ""))
+                file_path = str(arguments.get("file_path", "")).replace("\\", "/")
                 found.update(path for path in paths if file_path.endswith(path))
     return found
 
