@@ -81,10 +81,11 @@ bench-console: $(VENV)/.installed-dev .secret_key
 bench-load: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/load.py
 
-# Recall on the shared real Claude Code sessions (../shared/data/claude-code), in threadmem_bench_recall.
+# Recall on the shared real Claude Code sessions (../shared/data/claude-code), in threadmem_bench_recall;
+# other sessions: make bench-recall RECALL_ARGS="--data DIR [--cut-at CHARS]".
 bench-recall: $(VENV)/.installed-dev .secret_key
 	bash scripts/install-pg-extension.sh
-	$(PY) bench/recall.py
+	$(PY) bench/recall.py $(RECALL_ARGS)
 
 bench-mcp: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/mcp.py

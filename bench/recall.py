@@ -1,29 +1,35 @@
 """Recall on real Claude Code sessions after their compaction: can a model reach old evidence through the two tools?
 
-    .venv/bin/python bench/recall.py [--data ../shared/data/claude-code] [--max-calls 10]
+    .venv/bin/python bench/recall.py [--data ../shared/data/claude-code] [--max-calls 10] [--cut-at CHARS]
 
 DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_recall;
-an ``sqlite:///…`` URL works too) is created if missing and migrated. The two
-long sessions of the data folder (each compacted once by Claude Code) are
-imported with threadmem's importer as the user ``bench-recall``; importing
-again adds nothing, so reruns reuse them.
+an ``sqlite:///…`` URL works too) is created if missing and migrated. The
+sessions of the data folder (its ``*.jsonl``; their ``<id>/subagents/`` are
+not imported) are imported with threadmem's importer as the user
+``bench-recall``; importing again adds nothing, so reruns reuse them.
 
-Two kinds of question, both about generation 1, the part Claude Code's own
-summary replaced:
+Measured, each kind apart (bench/recall_split.py): the sessions Claude Code
+compacted, and those threadmem's own automatic compaction compacted while
+they were imported, about the generations before the current one (the part
+the summary replaced); with ``--cut-at``, the sessions nobody compacted but
+longer than that, about the part before where threadmem's compaction would
+cut them at that threshold. Other sessions are skipped. Two kinds of question
+about the old part:
 
 * identity: an identifier (letters and digits, 8+ characters) that exactly
-  one message of the thread holds, a generation-1 tool output, and that no
+  one message of the thread holds, an old tool output, and that no
   message after the compaction repeats. One ``search_memory`` with the
   identifier as the query; found when the identifier is in the answer.
-* association: a file path Claude Code's summary names, and a definition
-  line (``def``, ``class``, ``function`` …) that only an old ``Read`` result
-  of that file holds. A scripted model (no LLM) searches the path and follows
+* association: a file path Claude Code's summary names (for a cut session:
+  that the messages after the cut name), and a definition line (``def``,
+  ``class``, ``function`` …) that only an old ``Read`` result of that file
+  holds. A scripted model (no LLM) searches the path and follows
   only what the tools return: hit lines of an earlier generation with
   ``tool=Read`` (their ``result=`` ids, or the result hit itself), each read
   with ``message_context_read`` page by page (``next offset``), then the next
   page of hits (``cursor=``), until the line is in a tool answer or it has
-  made ``--max-calls`` calls. The current generation is skipped: it is in the
-  model's context.
+  made ``--max-calls`` calls. Hits after the compaction (or the cut) are
+  skipped: they are in the model's context.
 
 Beside each: the share of the identifiers and lines Claude Code's summary
 kept, and a Letta-style baseline (the 5 newest whole user/assistant messages
@@ -48,20 +54,29 @@ django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_recall")
 import django  # noqa: E402
 import recall_synthetic  # noqa: E402
 from recall_model import blind_search, scripted_search  # noqa: E402
+from recall_split import Split, split_of  # noqa: E402
 
-SESSIONS = ("258c7280-ae70-4798-800f-63464d01a85d.jsonl", "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl")
 USER = "bench-recall"
 IDENTIFIERS_PER_THREAD = 150
 LINES_PER_PATH = 5
 IDENTIFIER = re.compile(r"(?<![\w-])(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w-]{6,}[A-Za-z0-9](?![\w-])")
 SUMMARY_PATH = re.compile(r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w-]+\.[A-Za-z]{1,5}(?![\w/])")
 DEFINITION = re.compile(
-    r"^\s*(?:def|defp|defmodule|defmacro|class|function|async function|export (?:default )?(?:function|class|const)|"
-    r"const|let|fn|pub fn|interface|type|module|struct|impl|test|describe|config|schema|attribute|"
-    r"defstruct|use|import|alias|plug|scope|live|get|post)\s+\S"
+    r"^\s*(?:def|defp|defmodule|defmacro|class|function|async function|"
+    r"export (?:default )?(?:async )?(?:function|class|const|let|type|interface|enum)|"
+    r"const|let|fn|pub fn|func|fun|data class|enum|record|interface|type|module|struct|impl|test|describe|"
+    r"config|schema|attribute|defstruct|use|import|alias|plug|scope|live|get|post|"
+    # Java, C#, Kotlin, TypeScript members: an access modifier, then what it declares
+    r"(?:public|private|protected|internal)(?:\s+(?:static|final|abstract|sealed|override|async|readonly))*)\s+\S"
 )
 READ_LINE_NUMBER = re.compile(r"^\s*\d+→")
 BASELINE_MESSAGES = 5
+TITLES = {
+    "claude-code": "compacted by Claude Code",
+    "threadmem": "compacted by threadmem's automatic compaction on import (offline summarizer)",
+    "cut": "compacted by nobody, cut where threadmem's compaction would at {cut_at:,} chars "
+    "('summary kept': the text after the cut)",
+}
 
 
 @dataclass
@@ -96,12 +111,24 @@ def setup() -> tuple:
 def import_sessions(user, data: Path) -> list[str]:
     from threadmem.imports.service import import_paths
 
-    paths = [data / name for name in SESSIONS]
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise SystemExit(f"missing session files: {', '.join(missing)}")
+    paths = sorted(p for p in data.glob("*.jsonl") if p.is_file())
+    if not paths:
+        raise SystemExit(f"no session files (*.jsonl) in {data}")
     report = import_paths(paths=paths, fmt="claude-code", owner=user)
+    embed_now(report.channels)
     return report.channels
+
+
+def embed_now(channels: list[str]) -> None:
+    """Finish the sessions' embeddings before asking: the import queued them on a background thread, and a
+    first run racing it would measure a ranked lane that a second run has whole."""
+    from threadmem.embeddings import choice, service, tasks
+    from threadmem.models import Thread
+
+    tasks.wait_for_background(timeout=600)
+    if choice.active_model():
+        for thread_id in Thread.objects.filter(channel__in=channels).values_list("id", flat=True):
+            service.embed_thread(thread_id=thread_id)
 
 
 def fingerprint(text: str) -> str:
@@ -135,8 +162,8 @@ def letta_baseline(messages: list, query: str) -> str:
     return "\n\n".join(searchable_text(m) for m in chosen[:BASELINE_MESSAGES])
 
 
-def identity_cases(thread, messages: list, summary: str) -> list[str]:
-    later = "\n".join(searchable_text(m).lower() for m in messages if m.generation > 1)
+def identity_cases(messages: list, split: Split) -> list[str]:
+    later = "\n".join(searchable_text(m).lower() for m in messages if not split.old_message(m))
     holders: dict[str, set[int]] = {}
     spelled: dict[str, str] = {}
     for message in messages:
@@ -150,16 +177,16 @@ def identity_cases(thread, messages: list, summary: str) -> list[str]:
         if len(ids) != 1:
             continue
         holder = by_id[next(iter(ids))]
-        if holder.role == "tool" and holder.generation == 1 and key not in later:
+        if holder.role == "tool" and split.old_message(holder) and key not in later:
             cases.append(spelled[key])
     return sorted(cases, key=fingerprint)[:IDENTIFIERS_PER_THREAD]
 
 
-def association_cases(thread, messages: list, summary: str) -> list[tuple[str, str]]:
+def association_cases(thread, messages: list, split: Split) -> list[tuple[str, str]]:
     """(path as the summary names it, a definition line only an old Read result of it holds).
 
     Up to LINES_PER_PATH lines a path (chosen by a hash of the line: any line
-    of the file, not its first ones), each from a generation-1 Read result.
+    of the file, not its first ones), each from an old Read result.
     """
     from threadmem.models import ToolArgument
 
@@ -167,15 +194,17 @@ def association_cases(thread, messages: list, summary: str) -> list[tuple[str, s
     by_id = {m.id: m for m in messages}
     results_by_call = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
     cases = []
-    for path in sorted(set(SUMMARY_PATH.findall(summary))):
-        reads = ToolArgument.objects.filter(
-            thread=thread, tool_name="Read", path="file_path", value__endswith=path
-        ).order_by("message_id")
+    all_reads = list(
+        ToolArgument.objects.filter(thread=thread, tool_name="Read", path="file_path").order_by("message_id")
+    )
+    for path in sorted(set(SUMMARY_PATH.findall(split.context))):
+        # A Windows session reads C:\\…\\x.py where its prose names the path with slashes.
+        reads = [read for read in all_reads if read.value.replace("\\", "/").endswith(path)]
         lines: set[str] = set()
         for read in reads:
             call = by_id.get(read.message_id)
             result = results_by_call.get(read.tool_call_id)
-            if call is None or result is None or call.generation != 1:
+            if call is None or result is None or not split.old_message(call):
                 continue
             for raw in result.content.splitlines():
                 line = READ_LINE_NUMBER.sub("", raw).strip()
@@ -194,7 +223,7 @@ def partially_read(messages: list, paths: list[str]) -> set[str]:
             if call.get("name") != "Read" or not isinstance(arguments, dict):
                 continue
             if "offset" in arguments or "limit" in arguments:
-                file_path = str(arguments.get("file_path", ""))
+                file_path = str(arguments.get("file_path", "")).replace("\\", "/")
                 found.update(path for path in paths if file_path.endswith(path))
     return found
 
@@ -206,14 +235,16 @@ class Measures:
     blind: Stats = field(default_factory=Stats)  # association, the tools without tool=/result=/cursor
 
 
-def measure(user, thread, identities: list[str], associations: list[tuple[str, str]], max_calls: int) -> Measures:
+def measure(
+    user, thread, split: Split, identities: list[str], associations: list[tuple[str, str]], max_calls: int
+) -> Measures:
     from threadmem.search import search_memory
 
     measures = Measures()
     identity, association, blind = measures.identity, measures.association, measures.blind
     messages = messages_of(thread)
-    summary = summary_of(thread)
-    channel, current = thread.channel, thread.current_generation
+    summary = split.context
+    channel = thread.channel
     partial_paths = partially_read(messages, [path for path, _ in associations])
     for identifier in identities:
         identity.total += 1
@@ -227,7 +258,7 @@ def measure(user, thread, identities: list[str], associations: list[tuple[str, s
         identity.baseline_max_chars = max(identity.baseline_max_chars, len(baseline))
     for path, line in associations:
         for stats, policy in ((association, scripted_search), (blind, blind_search)):
-            found, calls, most, partial_calls = policy(user, channel, current, path, line, max_calls)
+            found, calls, most, partial_calls = policy(user, channel, split.is_old, path, line, max_calls)
             stats.partial_calls += partial_calls
             stats.total += 1
             stats.found += found
@@ -287,23 +318,39 @@ def report(title: str, measures: list[Measures]) -> None:
         )
 
 
-def run(data: Path, max_calls: int) -> None:
+def run(data: Path, max_calls: int, cut_at: int | None) -> None:
     (user,) = setup()
     channels = import_sessions(user, data)
     from threadmem.models import Thread
 
-    real = []
+    measured: dict[str, list[Measures]] = {kind: [] for kind in TITLES}
     for channel in channels:
         thread = Thread.objects.get(channel=channel)
         messages = messages_of(thread)
-        summary = summary_of(thread)
-        if summary:
-            identities = identity_cases(thread, messages, summary)
-            associations = association_cases(thread, messages, summary)
-            real.append(measure(user, thread, identities, associations, max_calls))
-    report(f"real sessions ({len(real)} threads, compacted once by Claude Code, from {data}):", real)
+        split = split_of(thread, searchable_text, cut_at)
+        if split is None:
+            continue
+        identities = identity_cases(messages, split)
+        associations = association_cases(thread, messages, split)
+        measures = measure(user, thread, split, identities, associations, max_calls)
+        measured[split.kind].append(measures)
+        one = measures.association
+        print(
+            f"  {channel} ({split.kind}{f' after seq {split.cut_seq}' if split.cut_seq else ''}): identity "
+            f"{measures.identity.found}/{measures.identity.total}, association {one.found}/{one.total}"
+            + (f", calls mean {statistics.mean(one.calls):.2f}" if one.calls else "")
+        )
+    for kind, title in TITLES.items():
+        if measured[kind] or kind == "claude-code":
+            heading = f"real sessions {title.format(cut_at=cut_at or 0)} ({len(measured[kind])} threads, from {data}):"
+            report(heading, measured[kind])
+    every = [m for kind in TITLES for m in measured[kind]]
+    if len(every) > len(measured["claude-code"]):
+        report(f"all real sessions above ({len(every)} threads):", every)
     channel, associations, identities = recall_synthetic.build(user)
-    synthetic = measure(user, Thread.objects.get(channel=channel), identities, associations, max_calls)
+    thread = Thread.objects.get(channel=channel)
+    split = Split("claude-code", thread.current_generation, None, frozenset(), summary_of(thread))
+    synthetic = measure(user, thread, split, identities, associations, max_calls)
     report(
         f"synthetic needles ({recall_synthetic.PATHS} paths, each named in "
         f"{recall_synthetic.CALLS_PER_PATH * recall_synthetic.GENERATIONS} calls over "
@@ -320,9 +367,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "claude-code")
     parser.add_argument("--max-calls", type=int, default=10)
+    parser.add_argument(
+        "--cut-at",
+        type=int,
+        help="also measure the sessions nobody compacted, cut where threadmem's automatic compaction would "
+        "if THREADMEM_COMPACT_AT_CHARS were this many model-visible characters",
+    )
     args = parser.parse_args()
     django.setup()
-    run(args.data.resolve(), args.max_calls)
+    run(args.data.resolve(), args.max_calls, args.cut_at)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+
+# Whether a hit (message id, generation) is one the model must recall, not one in its context.
+IsOld = Callable[[int, int], bool]
 
 # A hit's header (contract §9): ``result=`` ids may carry sizes (``14 (2,310 chars)``), then the call's other
 # arguments in brief (``args: offset=120 limit=40``) and the messages with the same window.
@@ -17,6 +21,7 @@ HIT = re.compile(
     r"(?: args: (.*?))?(?: \(×\d+ identical: messageIds [\d, …]+\))?$"
 )
 RESULT_ID = re.compile(r"(?:^|,)(\d+)")
+SIZE = re.compile(r" \([\d,]+ chars\)")  # a result's size: its thousands separator is no id
 PARTIAL = re.compile(r"(?:^| )(?:offset|limit)=")
 NEXT_CURSOR = re.compile(r'cursor="([^"]+)"')
 NEXT_OFFSET = re.compile(r"\nnext offset: (\d+)$")
@@ -41,7 +46,7 @@ class ToolCalls:
 
 
 def scripted_search(
-    user, channel: str, current: int, path: str, line: str, max_calls: int
+    user, channel: str, is_old: IsOld, path: str, line: str, max_calls: int
 ) -> tuple[bool, int, int, int]:
     """The scripted model: (found, calls, most characters one call returned, calls that read partial reads).
 
@@ -72,11 +77,11 @@ def scripted_search(
             whole, parts = [], []
             for header in text.splitlines():
                 hit = HIT.match(header)
-                if not hit or int(hit.group(2)) >= current or hit.group(5) != "Read":
+                if not hit or not is_old(int(hit.group(1)), int(hit.group(2))) or hit.group(5) != "Read":
                     continue
                 ids = [int(hit.group(1))] if hit.group(6) == "call" else []
                 if hit.group(6) == "result" and hit.group(7) != "-":
-                    ids = [int(i) for i in RESULT_ID.findall(hit.group(7))]
+                    ids = [int(i) for i in RESULT_ID.findall(SIZE.sub("", hit.group(7)))]
                 is_partial = bool(hit.group(8) and PARTIAL.search(hit.group(8)))
                 (parts if is_partial else whole).extend(ids)
                 if is_partial:
@@ -106,7 +111,7 @@ def scripted_search(
     return False, call.calls, call.most, partial_calls
 
 
-def blind_search(user, channel: str, current: int, path: str, line: str, max_calls: int) -> tuple[bool, int, int, int]:
+def blind_search(user, channel: str, is_old: IsOld, path: str, line: str, max_calls: int) -> tuple[bool, int, int, int]:
     """The same model without ``tool=``, ``result=`` and ``cursor=`` (the tools before contract §9).
 
     It reads the hits of earlier generations in listed order; an assistant
@@ -123,7 +128,7 @@ def blind_search(user, channel: str, current: int, path: str, line: str, max_cal
     queue = []
     for header in text.splitlines():
         hit = HIT.match(header)
-        if hit and int(hit.group(2)) < current and int(hit.group(1)) not in queue:
+        if hit and is_old(int(hit.group(1)), int(hit.group(2))) and int(hit.group(1)) not in queue:
             queue.append(int(hit.group(1)))
     read: set[int] = set()
     while queue and call.calls < max_calls:

@@ -5,6 +5,7 @@ from threadmem.lib.terms import (
     fold,
     has_trigram_run,
     query_terms,
+    separator_variant,
     strip_surrounding_quotes,
     whole_query_term,
 )
@@ -70,3 +71,23 @@ def test_it_knows_which_terms_a_trigram_index_can_serve():
     assert not has_trigram_run("a.b.c")
     assert not has_trigram_run("%%%")
     assert not has_trigram_run("ab")
+
+
+def test_a_path_term_is_followed_by_its_spelling_with_the_other_separator():
+    assert query_terms("scripts/convert.py") == ["scripts/convert.py", "scripts\\convert.py"]
+    assert query_terms("C:\\app\\x.py") == ["C:\\app\\x.py", "C:/app/x.py"]
+    assert query_terms("open src/a.py now") == ["open src/a.py now", "open", "src/a.py", "src\\a.py", "now"]
+
+
+def test_urls_mixed_separators_and_whole_queries_with_spaces_get_no_variant():
+    assert separator_variant("https://example.org/a/b") is None
+    assert separator_variant("a/b\\c") is None
+    assert separator_variant("open src/a.py") is None
+    assert separator_variant("nginx") is None
+
+
+def test_variants_take_words_places_so_the_term_count_stays_bounded():
+    query = " ".join(f"dir{i:02d}/file.py" for i in range(40))
+    terms = query_terms(query)
+    assert len(terms) == 1 + WORD_TERMS_MAX
+    assert terms[1:3] == ["dir00/file.py", "dir00\\file.py"]

@@ -15,6 +15,7 @@ from tests.support.factories import append, make_thread
 from tests.support.search import skip_without_search_extension
 from tests.support.sessions import LONG, data_dir
 from threadmem.imports.service import import_paths
+from threadmem.lib.terms import query_terms
 from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
 from threadmem.migrations._token_versions import rebuild_token_indexes_then_update
 from threadmem.models import Message, ToolArgument
@@ -174,13 +175,14 @@ def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, setti
 def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(operator, settings):
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     append(make_thread(operator, channel="plan"), {"role": "tool", "content": "prebak-170.internal kalomi"})
-    query = "prebak-170.internal kalomi /srv/x.log"  # tokens ('170|internal':*), trigrams, tokens ('srv|x' & ...)
+    # tokens ('170|internal':*), trigrams, tokens ('srv|x' & ...), and /srv/x.log's \srv\x.log (terms.py)
+    query = "prebak-170.internal kalomi /srv/x.log"
     with CaptureQueriesContext(connection) as queries:
         result = search_memory(user=operator, query=query)
     assert result.literal_hits_total == 1  # one field, found by two terms
     (match,) = [q["sql"] for q in queries.captured_queries if "UNION ALL" in q["sql"]]
-    eligible = sum(token_query(term) is not None for term in ("prebak-170.internal kalomi /srv/x.log", *query.split()))
-    assert eligible == 3
+    eligible = sum(token_query(term) is not None for term in query_terms(query))
+    assert eligible == 4
     # One content and one argument branch per eligible term, each asking the token index.
     assert match.count("threadmem_tokens(m.content) @@") == eligible
     assert match.count("threadmem_tokens(a.value) @@") == eligible

@@ -4,6 +4,12 @@ The whole query comes first (trimmed, surrounding quotes stripped); then each
 whitespace-separated word that is at least ``WORD_MIN_CHARS`` long once its
 surrounding quotes are stripped. Matching is case-insensitive, so duplicates
 are dropped case-insensitively: the first spelling wins.
+
+A path term (a separator and no whitespace, not a URL) is followed by its
+spelling with the other separator: a Windows session's tools write
+``C:\\app\\src\\x.py`` where its prose, its summary and the model's query say
+``src/x.py``. The variant takes a word's place, so a query never searches
+more than ``1 + WORD_TERMS_MAX`` terms.
 """
 
 from __future__ import annotations
@@ -55,24 +61,44 @@ def fold(text: str) -> str:
     return text.replace("\u0130", "i").lower()
 
 
+def separator_variant(term: str) -> str | None:
+    """``term`` with the other path separator, when it is a path spelled with one of them."""
+    if "://" in term or any(character.isspace() for character in term):
+        return None
+    if "/" in term and "\\" not in term:
+        return term.replace("/", "\\")
+    if "\\" in term and "/" not in term:
+        return term.replace("\\", "/")
+    return None
+
+
 def query_terms(query: str) -> list[str]:
     """The terms of a query, in the order their hits are listed."""
     terms: list[str] = []
     seen: set[str] = set()
+    words = 0
+
+    def add(term: str, *, counted: bool) -> None:
+        nonlocal words
+        terms.append(term)
+        seen.add(fold(term))
+        words += counted
+        variant = separator_variant(term)
+        if variant is not None and fold(variant) not in seen and words < WORD_TERMS_MAX:
+            terms.append(variant)
+            seen.add(fold(variant))
+            words += 1
+
     whole = whole_query_term(query)
     if whole:
-        terms.append(whole)
-        seen.add(fold(whole))
-    words = 0
+        add(whole, counted=False)
     for raw in query.split():
         word = strip_surrounding_quotes(raw)
         if len(word) < WORD_MIN_CHARS or fold(word) in seen:
             continue
-        if words == WORD_TERMS_MAX:
+        if words >= WORD_TERMS_MAX:
             break
-        terms.append(word)
-        seen.add(fold(word))
-        words += 1
+        add(word, counted=True)
     return terms
 
 
