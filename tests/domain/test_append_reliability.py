@@ -21,9 +21,9 @@ import psycopg
 import pytest
 from django.db import connection
 
+from config.celery import app
 from tests.support.factories import make_thread, token_client
 from threadmem import services
-from threadmem.celery import app
 from threadmem.models import Compaction, Message
 
 SLACK = "slack:C042/1700000000.1"

@@ -117,7 +117,8 @@ INSTALLED_APPS = [
     "threadmem",
     "api",
     "console",
-    "threadmem.mcp.apps.MCPConfig",
+    "cli",
+    "mcp_server.apps.MCPConfig",
 ]
 
 MIDDLEWARE = [
@@ -133,8 +134,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "threadmem.urls"
-WSGI_APPLICATION = "threadmem.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -201,7 +202,7 @@ LOGIN_REDIRECT_URL = "/console/"
 LOGOUT_REDIRECT_URL = "/console/login/"
 
 # --- Serving ----------------------------------------------------------------
-# threadmem/asgi.py runs Django's WSGI app in a thread pool of this size per
+# config/asgi.py runs Django's WSGI app in a thread pool of this size per
 # web process (so sync views answer side by side); with PostgreSQL each thread
 # may hold a connection for CONN_MAX_AGE.
 THREADMEM_WSGI_THREADS = env_int("THREADMEM_WSGI_THREADS", 16, minimum=1)
@@ -350,7 +351,7 @@ THREADMEM_MAX_BATCH = env_int("THREADMEM_MAX_BATCH", 1000, minimum=1)
 # Automatic compaction once the current generation's model-visible text passes this.
 THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, minimum=1)
 
-# --- MCP over HTTP (threadmem/mcp/http.py) -------------------------------------
+# --- MCP over HTTP (mcp_server/http.py) -------------------------------------
 # A request with an Origin header (a browser's) is served only from these origins (comma-separated; "scheme://host:*"
 # for any port); a request without one (MCP clients, curl) always is. The default: loopback pages only, so a page
 # served from elsewhere and rebound to this host by DNS is refused (the MCP specification's DNS-rebinding rule).
