@@ -39,7 +39,7 @@ run: $(VENV)/.installed-run .secret_key
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py demo --host $(HOST) --port $(PORT)
 	@# One ASGI app, as in production: Django (API, console, static files) and MCP at /mcp/.
-	$(VENV)/bin/uvicorn threadmem.asgi:application --host $(HOST) --port $(PORT)
+	$(VENV)/bin/uvicorn config.asgi:application --host $(HOST) --port $(PORT)
 
 # pgvector for a PostgreSQL on this machine (the semantic part's vectors).
 pgvector:

@@ -1,58 +1,21 @@
 """JSON shapes of the memory endpoints: search, audit read, the tool-call log, the tools (contract §6).
 
 As in ``api/serializers.py``, output serializers render results and the
-``*Request`` serializers only describe bodies for the OpenAPI schema; the
-rules for input live in ``threadmem.search``.
+``*Request`` serializers only describe bodies for the OpenAPI schema; search's
+comes from the tool's declaration, and the rules for input live in ``threadmem.search``.
 """
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from api.declared import request_serializer
 from api.serializers import ReadOnlyModelSerializer, ToolCallSerializer
 from threadmem.models import Message, ToolCall
-from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS
-from threadmem.search.service import TOOL_FILTER_MAX_NAMES, TOOL_NAME_MAX_CHARS
+from threadmem.tools import SearchMemoryRequest
 
-# Something to search for besides spaces and quotes (they are stripped); the schema says so for its fuzzers.
-QUERY_PATTERN = r"[^\s\"'`]"
-TOOL_NAME_SCHEMA = {"type": "string", "maxLength": TOOL_NAME_MAX_CHARS}
-TOOL_NAMES_SCHEMA = {"type": "array", "items": TOOL_NAME_SCHEMA, "maxItems": TOOL_FILTER_MAX_NAMES}
-# An empty role is no filter (a model often sends "" for an optional argument).
-ROLE_SCHEMA = {"type": "string", "enum": [*(role for role, _ in Message.Role.choices), ""]}
-
-
-@extend_schema_field({"oneOf": [TOOL_NAME_SCHEMA, TOOL_NAMES_SCHEMA]})
-class ToolFilterField(serializers.JSONField):
-    """A tool name or a list of them (the schema's only: threadmem.search checks it)."""
-
-
-class SearchRequest(serializers.Serializer):
-    query = serializers.RegexField(
-        QUERY_PATTERN,
-        min_length=1,
-        max_length=QUERY_MAX_CHARS,
-        help_text="literal text; the whole query first, then each word of 3+ characters",
-    )
-    channel = serializers.CharField(
-        required=False,
-        allow_null=True,
-        help_text=f"the thread to search; omit it (or send {GLOBAL_CHANNEL!r}) to search every thread you may read",
-    )
-    cursor = serializers.CharField(
-        required=False,
-        allow_null=True,
-        min_length=1,
-        help_text="next_cursor of an earlier answer to the same caller, query, channel and filters: the hits left out",
-    )
-    tool = ToolFilterField(
-        required=False,
-        help_text="only hits of these tools' calls and their results (a name, or a list of names; any case)",
-    )
-    role = serializers.ChoiceField(
-        choices=Message.Role.choices, required=False, allow_blank=True, help_text="only hits in messages of this role"
-    )
+# search_memory's body, from the tool's declaration (threadmem/tools/requests.py).
+SearchRequest = request_serializer(SearchMemoryRequest, "SearchRequest")
 
 
 class HitSerializer(serializers.Serializer):

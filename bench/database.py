@@ -21,7 +21,7 @@ def django_environment(database_url: str, *, compaction: bool = True, embedding:
     """
     sys.path.insert(0, str(ROOT))
     os.environ.setdefault("DATABASE_URL", database_url)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     if not compaction:
         os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)
     if not embedding:

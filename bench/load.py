@@ -62,7 +62,7 @@ INCOMPLETE = "The global search c"  # bounded.COVERAGE_LINES: "covered only the 
 GLOBAL_KINDS = ("global (owner)", "global (operator)")  # indexed by "is the caller an operator"
 
 os.environ["DATABASE_URL"] = DATABASE_URL
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.pop("CELERY_BROKER_URL", None)
 os.environ["THREADMEM_COMPACT_AT_CHARS"] = str(10**12)  # measure appends and searches, not compaction
 os.environ["THREADMEM_TURNS_RATE"] = ""

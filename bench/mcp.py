@@ -5,7 +5,7 @@
 DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_mcp)
 is created if missing and migrated. The bench adds a user and a thread of
 2,000 messages (channel ``bench:mcp``), starts the deployment's ASGI app
-(threadmem/asgi.py) under uvicorn on a free loopback port, and times, turn
+(config/asgi.py) under uvicorn on a free loopback port, and times, turn
 about, the REST call (``POST /api/v1/search/``) and the MCP call
 (``tools/call search_memory`` through the mcp SDK's streamable-HTTP client),
 each on one kept-alive connection with the same token, query and channel.
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent)]
 
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/threadmem_bench_mcp")
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 import anyio  # noqa: E402
 import django  # noqa: E402
@@ -89,7 +89,7 @@ def cleanup() -> None:
 
 def start_server(port: int, log_path: Path) -> subprocess.Popen:
     log = open(log_path, "w")  # noqa: SIM115  (the server writes to it until it is stopped)
-    command = [sys.executable, "-m", "uvicorn", "threadmem.asgi:application", "--host", "127.0.0.1"]
+    command = [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1"]
     process = subprocess.Popen(
         [*command, "--port", str(port), "--log-level", "warning"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
     )

@@ -17,7 +17,7 @@ import psycopg
 
 BENCH_DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/threadmem_bench_search")
 os.environ["DATABASE_URL"] = BENCH_DATABASE_URL
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # The semantic part stays "not configured": bench/search.py measures the literal
 # path, bench/semantic.py calls the retriever with vectors of its own.
 os.environ.pop("THREADMEM_EMBEDDING_MODEL", None)

@@ -18,7 +18,7 @@ trap 'rm -rf "$venv"' EXIT
 
 for broker in "${brokers[@]}"; do
   log="$venv/worker.log"
-  SECRET_KEY="${SECRET_KEY:-runtime-check-$RANDOM$RANDOM}" CELERY_BROKER_URL="$broker" "$venv/bin/celery" -A threadmem worker --pool solo -Q threadmem-runtime-check \
+  SECRET_KEY="${SECRET_KEY:-runtime-check-$RANDOM$RANDOM}" CELERY_BROKER_URL="$broker" "$venv/bin/celery" -A config worker --pool solo -Q threadmem-runtime-check \
     --without-gossip --without-mingle --without-heartbeat -l info >"$log" 2>&1 &
   pid=$!
   ready=""

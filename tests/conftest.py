@@ -195,7 +195,7 @@ def celery_mode(request):
     """
     from django.conf import settings as django_settings
 
-    from threadmem.celery import app
+    from config.celery import app
 
     is_worker_test = request.node.get_closest_marker("worker") is not None
     if is_worker_test and not django_settings.CELERY_BROKER_URL:

@@ -1,5 +1,1 @@
-from __future__ import annotations
-
-from threadmem.celery import app as celery_app
-
-__all__ = ("celery_app",)
+"""The domain (models, services, selectors) and the features built on it (search, compaction, imports, the agent)."""

@@ -17,12 +17,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from api.declared import path_parameter, query_parameters
 from api.endpoints import errors
 from api.serializers import MessageSerializer as StoredMessageSerializer
 from api.serializers_memory import (
-    QUERY_PATTERN,
-    ROLE_SCHEMA,
-    TOOL_NAMES_SCHEMA,
     AuditReadSerializer,
     MessageIsolationRequest,
     SearchRequest,
@@ -33,38 +31,32 @@ from api.serializers_memory import (
 from api.views.threads import JSONAPIView, Pagination, body_object
 from threadmem import selectors, services
 from threadmem.errors import InvalidInput
-from threadmem.lib.validate import require_keys
 from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.answers import audit_read_data, search_result_data
-from threadmem.search.bounded import QUERY_MAX_CHARS
-from threadmem.tools import TOOLS
+from threadmem.tools import TOOLS, MessageContextReadRequest, SearchMemoryRequest
 
-SEARCH_FIELDS = {"query", "channel", "cursor", "tool", "role"}
-MESSAGE_ID_PARAMETER = OpenApiParameter(
-    "message_id", {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}, OpenApiParameter.PATH
+MESSAGE_ID_PARAMETER = path_parameter(MessageContextReadRequest, "message_id")
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+NOT_AN_OBJECT = (
+    f"the body must be a JSON object with {_listed(SearchMemoryRequest.required())} and, optionally, "
+    f"{_listed(SearchMemoryRequest.optional())}"
 )
+UNKNOWN_FIELDS = f"unknown fields: {{unknown}} (allowed: {', '.join(SearchMemoryRequest.args())})"
 
 
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
-        raise InvalidInput("the body must be a JSON object with query and, optionally, channel, cursor, tool and role")
-    require_keys(
-        data,
-        SEARCH_FIELDS,
-        {"query"},
-        unknown_message="unknown fields: {unknown} (allowed: query, channel, cursor, tool, role)",
-    )
-    result = search_memory(
-        user=request.user,
-        query=data["query"],
-        channel=data.get("channel"),
-        cursor=data.get("cursor"),
-        tool=data.get("tool"),
-        role=data.get("role"),
-        surface="api",
-    )
+        raise InvalidInput(NOT_AN_OBJECT)
+    SearchMemoryRequest.check_keys(data, unknown_message=UNKNOWN_FIELDS)
+    search = SearchMemoryRequest.build(data)
+    result = search_memory(user=request.user, **search.keywords(), surface="api")
     return Response(search_result_data(result))
 
 
@@ -85,24 +77,7 @@ class SearchView(JSONAPIView):
 
     @extend_schema(
         summary="search_memory with query parameters",
-        parameters=[
-            OpenApiParameter(
-                "query",
-                {"type": "string", "minLength": 1, "maxLength": QUERY_MAX_CHARS, "pattern": QUERY_PATTERN},
-                required=True,
-                description="literal text to find",
-            ),
-            OpenApiParameter("channel", OpenApiTypes.STR, description="the thread to search; omit for all"),
-            OpenApiParameter(
-                "cursor",
-                {"type": "string", "minLength": 1},
-                description="next_cursor of an earlier answer to the same query",
-            ),
-            OpenApiParameter(
-                "tool", TOOL_NAMES_SCHEMA, explode=True, description="only hits of these tools' calls and results"
-            ),
-            OpenApiParameter("role", ROLE_SCHEMA, description="only hits in messages of this role"),
-        ],
+        parameters=query_parameters(SearchMemoryRequest),
         responses={200: SearchResultSerializer, **errors(400, 401, 404)},
         tags=["memory"],
     )
@@ -133,26 +108,17 @@ class MessageView(JSONAPIView):
             "a machine event or summary; any other id answers 404. Operators see isolated messages in the console. "
             "`text` is what the model reads (at most 12,000 characters)."
         ),
-        parameters=[
-            MESSAGE_ID_PARAMETER,
-            OpenApiParameter("view", OpenApiTypes.STR, enum=["audit"], description="only 'audit'"),
-            OpenApiParameter(
-                "offset",
-                {"type": "integer", "minimum": 0},
-                description="where the page of content starts; past the content's end answers 400",
-            ),
-        ],
+        parameters=[MESSAGE_ID_PARAMETER, *query_parameters(MessageContextReadRequest, exclude=("message_id",))],
         responses={200: AuditReadSerializer, **errors(400, 401, 404)},
         tags=["memory"],
     )
     def get(self, request: Request, message_id: str) -> Response:
-        read = message_context_read(
-            user=request.user,
-            message_id=message_id,
-            view=request.query_params.get("view", "audit"),
-            offset=_offset(request.query_params.get("offset")),
-            surface="api",
-        )
+        # The path's id as given: the domain answers 404 to one that names no message.
+        arguments = {"message_id": message_id, "offset": _offset(request.query_params.get("offset"))}
+        if "view" in request.query_params:
+            arguments["view"] = request.query_params["view"]
+        read = MessageContextReadRequest.build(arguments)
+        read = message_context_read(user=request.user, **read.keywords(), surface="api")
         return Response(audit_read_data(read))
 
     @extend_schema(

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis import checks
 from schemathesis.specs.openapi import checks as openapi_checks
 
-from threadmem.wsgi import application
+from config.wsgi import application
 
 CASES_PER_OPERATION = 12
 

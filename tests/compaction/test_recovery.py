@@ -16,6 +16,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from config.celery import app
 from tests.support.compaction import (
     assert_history_intact,
     compaction_held,
@@ -24,7 +25,6 @@ from tests.support.compaction import (
 )
 from tests.support.factories import append, make_thread
 from tests.support.workers import Workers, wait_until
-from threadmem.celery import app
 from threadmem.compaction import recovery, service
 from threadmem.compaction.lease import claim_heartbeat
 from threadmem.models import Compaction, Message

@@ -2,7 +2,7 @@
 
 Skipped without CELERY_BROKER_URL (conftest.celery_mode); CI runs them on
 PostgreSQL with Redis. The workers are separate processes started here with
-``celery -A threadmem worker``, pointed at pytest's test database and at the
+``celery -A config worker``, pointed at pytest's test database and at the
 loopback fake model server, consuming a queue of their own; tests use
 committed data (``transaction=True``) so the workers see it.
 
@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from config.celery import app
 from tests.support.compaction import (
     assert_history_intact,
     compaction_held,
@@ -42,7 +43,6 @@ from tests.support.compaction import (
 from tests.support.factories import make_thread, token_client
 from tests.support.workers import Workers, api_post, wait_until
 from threadmem import selectors
-from threadmem.celery import app
 from threadmem.compaction.tasks import compaction_run_task
 from threadmem.models import Compaction, Generation, Message
 

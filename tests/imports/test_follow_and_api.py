@@ -11,9 +11,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import connection
 
+from cli.management.commands.import_sessions import Command
 from tests.support.factories import make_thread, row_counts
 from tests.support.sessions import data_dir
-from threadmem.management.commands.import_sessions import Command
 from threadmem.models import Import, Message, Thread
 
 

@@ -27,7 +27,7 @@ def web(django_db_setup, tmp_path_factory) -> Iterator[str]:
     log_path = tmp_path_factory.mktemp("uvicorn") / "uvicorn.log"
     with open(log_path, "w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "threadmem.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
             cwd=ROOT,
             env=child_env(),
             stdout=log,

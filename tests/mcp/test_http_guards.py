@@ -6,9 +6,9 @@ from __future__ import annotations
 import httpx2
 import pytest
 
+from mcp_server.http import origin_allowed
 from tests.support.factories import append
 from tests.support.mcp_client import token_of
-from threadmem.mcp.http import origin_allowed
 from threadmem.models import ToolCall
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
+from mcp_server.server import build_server
 from tests.support.mcp_client import run, text_of
-from threadmem.mcp.server import build_server
 from threadmem.models import Message, ToolCall
 from threadmem.tools import run_tool
 

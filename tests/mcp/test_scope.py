@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
+from mcp_server.server import build_server
 from tests.support.factories import append, make_thread, make_user, token_client
 from tests.support.mcp_client import SECRET, run, text_of
 from threadmem import services
-from threadmem.mcp.server import build_server
 from threadmem.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -42,7 +42,7 @@ def test_check_deploy_warns_without_them():
 def test_importing_settings_writes_no_key_file_and_refuses_without_a_key(monkeypatch, tmp_path):
     from django.core.exceptions import ImproperlyConfigured
 
-    from threadmem import settings as settings_module
+    from config import settings as settings_module
 
     key_file = tmp_path / ".secret_key"
     monkeypatch.setattr(settings_module, "SECRET_KEY_FILE", key_file)

@@ -171,7 +171,7 @@ def test_no_token_configured_lets_no_bearer_in_and_off_answers_404(operator_api,
 
 
 def test_an_asgi_app_is_counted_by_the_status_it_answers():
-    """The MCP endpoint is not Django's: asgi_counted counts it (threadmem/asgi.py), a crash as 500."""
+    """The MCP endpoint is not Django's: asgi_counted counts it (config/asgi.py), a crash as 500."""
 
     async def teapot(scope, receive, send):
         await send({"type": "http.response.start", "status": 418, "headers": []})

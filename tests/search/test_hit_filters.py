@@ -9,9 +9,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from mcp_server.tools import call_tool, tools
 from tests.support.factories import append
 from threadmem.errors import InvalidInput
-from threadmem.mcp.tools import call_tool, tools
 from threadmem.search import search_memory
 from threadmem.tools import SEARCH_MEMORY, SEARCH_MEMORY_TOOL, run_tool
 

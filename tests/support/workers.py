@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import connection, connections
 from rest_framework.test import APIClient
 
+from config.celery import app
 from tests.support.fake_openai import FakeOpenAI
-from threadmem.celery import app
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = ROOT / ".venv" / "bin" / "celery"
@@ -63,7 +63,7 @@ class Workers:
             "THREADMEM_COMPACTION_RETRY_BACKOFF": "1",
             **(extra_env or {}),
         }
-        command = [str(CELERY), "-A", "threadmem", "worker", "-P", pool, "-n", node, "-Q", self.queue, "-l", "info"]
+        command = [str(CELERY), "-A", "config", "worker", "-P", pool, "-n", node, "-Q", self.queue, "-l", "info"]
         command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         if pool == "prefork":
             command += ["-c", "1"]

@@ -69,9 +69,8 @@ def _embed_in_background(thread_id: int, model: str) -> None:
 
 def embed_thread_later(thread_id: int, model: str) -> None:
     """Queue an embedding run for the thread: a Celery task, or a background thread without a broker."""
-    from threadmem.celery import app
-
-    if not app.conf.task_always_eager:
+    # The task's app is the project's Celery app (config/celery.py), which the domain does not import.
+    if not embed_thread_task.app.conf.task_always_eager:
         embed_thread_task.delay(thread_id, model)
         return
     future = _background.submit(_embed_in_background, thread_id, model)

@@ -3,5 +3,5 @@
 ``claude_code`` and ``openai_chat`` turn lines into items (``records``);
 ``service`` writes them through ``services.messages_store`` in batches and
 switches generations at Claude Code's compactions; ``follow`` tails files;
-``tasks`` runs API uploads.
+``uploads`` keeps API uploads, ``run`` imports one (inline or from ``tasks``).
 """

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from threadmem.imports import uploads
+from threadmem.imports.run import import_run
 
 
 @shared_task(name="threadmem.imports.run", acks_late=True, reject_on_worker_lost=True, time_limit=6 * 3600)
 def import_run_task(import_id: int) -> None:
     # The claim (pending -> running) makes a redelivered task a no-op.
-    uploads.import_run(import_id=import_id)
+    import_run(import_id=import_id)

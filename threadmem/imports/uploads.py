@@ -1,4 +1,4 @@
-"""API uploads: keep the JSONL, check it is JSONL, import it inline or in a task (``tasks.import_run_task``)."""
+"""API uploads: keep the JSONL, check it is JSONL, import it inline (``run``) or in a task (``tasks``)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.utils import timezone
 
-from threadmem.errors import DomainError, InvalidInput, PayloadTooLarge
+from threadmem.errors import InvalidInput, PayloadTooLarge
 from threadmem.imports.records import FORMATS
-from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
+from threadmem.imports.run import import_run
+from threadmem.imports.tasks import import_run_task
 from threadmem.lib.validate import check_text
 from threadmem.models import Import
 from threadmem.services import CHANNEL_MAX_CHARS
@@ -67,8 +67,6 @@ def import_upload(
         if size <= settings.THREADMEM_IMPORT_INLINE_BYTES:
             import_run(import_id=record.pk, raise_errors=True)
         else:
-            from threadmem.imports.tasks import import_run_task
-
             transaction.on_commit(lambda: import_run_task.delay(record.pk))
             queued = True
     finally:
@@ -92,45 +90,3 @@ def _write(path: Path, chunks: Iterable[bytes]) -> int:
                 )
             handle.write(chunk)
     return size
-
-
-def import_run(*, import_id: int, raise_errors: bool = False) -> None:
-    """Claim the pending import, run it, record the outcome; a vanished or claimed one exits quietly."""
-    if not Import.objects.filter(pk=import_id, status=Import.Status.PENDING).update(status=Import.Status.RUNNING):
-        return
-    record = Import.objects.select_related("owner").get(pk=import_id)
-    outcome: dict[str, object] = {"status": Import.Status.SUCCEEDED}
-    try:
-        report = import_paths(
-            paths=[Path(record.path)],
-            fmt=record.format,
-            owner=record.owner,
-            channel=record.channel or None,
-            source_path=f"upload:{record.name or record.pk}",
-        )
-        outcome.update(
-            channels=report.channels,
-            lines_read=report.lines,
-            lines_skipped=report.skipped,
-            messages_imported=report.messages_new,
-            messages_known=report.messages_known,
-            errors=report.problems[:MAX_REPORTED_PROBLEMS],
-        )
-    except DomainError as exc:
-        outcome.update(status=Import.Status.FAILED, error=exc.message)
-        if raise_errors:
-            _finish(record, outcome)
-            raise
-    except Exception:
-        # A defect, not the upload's fault: the Import says it failed (never stays running) and the error goes on.
-        _finish(
-            record, {"status": Import.Status.FAILED, "error": "the import failed on an internal error; it is logged"}
-        )
-        raise
-    _finish(record, outcome)
-
-
-def _finish(record: Import, outcome: dict[str, object]) -> None:
-    Import.objects.filter(pk=record.pk).update(finished_at=timezone.now(), path="", **outcome)
-    with contextlib.suppress(OSError):
-        Path(record.path).unlink(missing_ok=True)

@@ -17,56 +17,9 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.env import env_bool, env_choice, env_float, env_int, env_str
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-
-
-def env_str(name: str, default: str = "") -> str:
-    return os.environ.get(name, default).strip()
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ImproperlyConfigured(f"{name} must be a boolean (true/false), got {raw!r}")
-
-
-def env_int(name: str, default: int, *, minimum: int = 0) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw.strip().replace("_", ""))
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = env_str(name, default)
-    if value not in choices:
-        raise ImproperlyConfigured(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
-    return value
-
-
-def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {raw!r}") from None
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name} must be at least {minimum}, got {value}")
-    return value
 
 
 # `make run` creates it (the Makefile's .secret_key target); settings only read it.
@@ -117,7 +70,8 @@ INSTALLED_APPS = [
     "threadmem",
     "api",
     "console",
-    "threadmem.mcp.apps.MCPConfig",
+    "cli",
+    "mcp_server.apps.MCPConfig",
 ]
 
 MIDDLEWARE = [
@@ -133,8 +87,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "threadmem.urls"
-WSGI_APPLICATION = "threadmem.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -201,7 +155,7 @@ LOGIN_REDIRECT_URL = "/console/"
 LOGOUT_REDIRECT_URL = "/console/login/"
 
 # --- Serving ----------------------------------------------------------------
-# threadmem/asgi.py runs Django's WSGI app in a thread pool of this size per
+# config/asgi.py runs Django's WSGI app in a thread pool of this size per
 # web process (so sync views answer side by side); with PostgreSQL each thread
 # may hold a connection for CONN_MAX_AGE.
 THREADMEM_WSGI_THREADS = env_int("THREADMEM_WSGI_THREADS", 16, minimum=1)
@@ -350,7 +304,7 @@ THREADMEM_MAX_BATCH = env_int("THREADMEM_MAX_BATCH", 1000, minimum=1)
 # Automatic compaction once the current generation's model-visible text passes this.
 THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, minimum=1)
 
-# --- MCP over HTTP (threadmem/mcp/http.py) -------------------------------------
+# --- MCP over HTTP (mcp_server/http.py) -------------------------------------
 # A request with an Origin header (a browser's) is served only from these origins (comma-separated; "scheme://host:*"
 # for any port); a request without one (MCP clients, curl) always is. The default: loopback pages only, so a page
 # served from elsewhere and rebound to this host by DNS is refused (the MCP specification's DNS-rebinding rule).

@@ -16,7 +16,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     except Exception as exc:  # any failure means "not healthy"; say which
         checks["database"] = f"error: {exc.__class__.__name__}: {exc}"
     if settings.CELERY_BROKER_URL:
-        from threadmem.celery import app
+        from config.celery import app
 
         try:
             # The URL from settings, not Celery's copy of it, which is cached on

@@ -17,8 +17,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 from mcp.server.stdio import stdio_server
 
-from threadmem.mcp.auth import Unauthenticated, user_for_token
-from threadmem.mcp.server import build_server
+from mcp_server.auth import Unauthenticated, user_for_token
+from mcp_server.server import build_server
 
 TOKEN_VARIABLE = "THREADMEM_TOKEN"
 

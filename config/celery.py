@@ -10,7 +10,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("threadmem")
 app.config_from_object("django.conf:settings", namespace="CELERY")

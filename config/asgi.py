@@ -14,11 +14,11 @@ from a2wsgi import WSGIMiddleware
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "threadmem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.THREADMEM_WSGI_THREADS)
 
-from threadmem.mcp.http import MCPHTTPApp  # noqa: E402  (after Django is set up)
+from mcp_server.http import MCPHTTPApp  # noqa: E402  (after Django is set up)
 from threadmem.metrics import asgi_counted  # noqa: E402
 
 mcp_application = MCPHTTPApp()

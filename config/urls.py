@@ -5,7 +5,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from api.views.metrics import MetricsView
-from threadmem.health import healthz
+from config.health import healthz
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/console/", permanent=False)),

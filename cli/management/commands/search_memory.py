@@ -15,18 +15,23 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from threadmem.errors import DomainError
 from threadmem.models import ToolCall
 from threadmem.search import search_memory
+from threadmem.tools import SearchMemoryRequest
 
 
 class Command(BaseCommand):
     help = "Run search_memory and print the tool text exactly as the model reads it."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("query", help="the query, as the model would send it")
-        parser.add_argument("--channel", help="the thread to search; omit (or '*') for every readable thread")
-        parser.add_argument(
-            "--tool", action="append", help="only hits of this tool's calls and results (repeat for several)"
-        )
-        parser.add_argument("--role", help="only hits in messages of this role (user, assistant, tool, system)")
+        # The tool's arguments as declared: the required ones positional, the others options;
+        # one that takes one name or a list is repeated (--tool Read --tool Edit).
+        for name, spec in SearchMemoryRequest.args().items():
+            if name in SearchMemoryRequest.required():
+                parser.add_argument(name, help=spec.rest_doc)
+                continue
+            repeated = any(branch.get("type") == "array" for branch in spec.schema.get("anyOf", ()))
+            # No argparse choices: search refuses a bad value with the message every surface gives.
+            help_text = f"{spec.rest_doc}; repeat the option for several" if repeated else spec.rest_doc
+            parser.add_argument(f"--{name}", action="append" if repeated else "store", help=help_text)
         parser.add_argument(
             "--user", help="search as this username (its reach applies); default: the first active superuser"
         )
@@ -43,14 +48,8 @@ class Command(BaseCommand):
             if user is None:
                 raise CommandError("no active superuser to search as: pass --user USERNAME")
         try:
-            result = search_memory(
-                user=user,
-                query=options["query"],
-                channel=options.get("channel"),
-                tool=options.get("tool"),
-                role=options.get("role"),
-                surface=ToolCall.Surface.CLI,
-            )
+            request = SearchMemoryRequest.build({name: options[name] for name in SearchMemoryRequest.args()})
+            result = search_memory(user=user, **request.keywords(), surface=ToolCall.Surface.CLI)
         except DomainError as err:
             raise CommandError(err.message) from None
         # The text as is, then one newline to end the terminal line.

@@ -20,7 +20,7 @@ from django.db import close_old_connections
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
-from threadmem.mcp.tools import call_tool, tools
+from mcp_server.tools import call_tool, tools
 
 SERVER_NAME = "threadmem"
 INSTRUCTIONS = (

@@ -27,8 +27,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from threadmem.mcp.auth import Unauthenticated, token_from_header, user_for_token
-from threadmem.mcp.server import build_server
+from mcp_server.auth import Unauthenticated, token_from_header, user_for_token
+from mcp_server.server import build_server
 
 Scope = dict[str, Any]
 USER_KEY = "threadmem.user"

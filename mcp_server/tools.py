@@ -1,15 +1,13 @@
-"""The MCP tools: threadmem.tools' two schemas with MCP's names, hints and output schemas.
+"""The MCP tools: the tools' declarations (threadmem.tools) with MCP's names, hints and output schemas.
 
-The input schemas are derived from the OpenAI function schemas agent turns
-send, so an argument added there (contract §9's ``cursor``) reaches MCP clients
-with no change here. MCP names the message argument ``messageId`` (contract §10);
-it is renamed to the tools' ``message_id`` on the way in, and back in the
-messages of refused calls.
+The input schemas come from the same declaration as the OpenAI function schemas agent turns
+send, so an argument declared there reaches MCP clients with no change here. MCP spells
+some arguments its own way (contract §10: ``messageId``); they are renamed to the declared
+names on the way in, and back in the messages of refused calls.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import mcp_types as types
@@ -18,16 +16,14 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.models import ToolCall
 from threadmem.search.answers import AUDIT_READ_SCHEMA, SEARCH_RESULT_SCHEMA
-from threadmem.search.bounded import GLOBAL_CHANNEL
-from threadmem.tools import (
-    MESSAGE_CONTEXT_READ,
-    MESSAGE_CONTEXT_READ_TOOL,
-    SEARCH_MEMORY_TOOL,
-    tool_answer,
-)
+from threadmem.tools import REQUESTS, MessageContextReadRequest, SearchMemoryRequest, ToolRequest, tool_answer
 
-MESSAGE_ID = "messageId"
-TOOL_MESSAGE_ID = "message_id"
+DECLARED: dict[str, type[ToolRequest]] = {request.name: request for request in REQUESTS}
+# MCP's spelling of an argument -> the declared one, per tool.
+MCP_NAMES: dict[str, dict[str, str]] = {
+    name: {spec.mcp_name: key for key, spec in request.args().items() if spec.mcp_name}
+    for name, request in DECLARED.items()
+}
 
 # Every tool only reads stored history: nothing changes, the same call answers the same, no outside world.
 READ_ONLY_HINTS: dict[str, bool] = {
@@ -38,35 +34,13 @@ READ_ONLY_HINTS: dict[str, bool] = {
 }
 
 
-def _search_input_schema() -> dict[str, Any]:
-    schema = copy.deepcopy(SEARCH_MEMORY_TOOL["function"]["parameters"])
-    # An MCP client has no current thread: no channel is the global scope.
-    schema["properties"]["channel"]["description"] = (
-        "The thread to search (its channel, as a compaction summary's search hint names it). Omit it, or pass "
-        f'"{GLOBAL_CHANNEL}", to search every thread you may read (that needs 3+ letters or digits in a row).'
-    )
-    return schema
-
-
-def _read_input_schema() -> dict[str, Any]:
-    schema = copy.deepcopy(MESSAGE_CONTEXT_READ_TOOL["function"]["parameters"])
-    schema["properties"] = {
-        (MESSAGE_ID if name == TOOL_MESSAGE_ID else name): spec for name, spec in schema["properties"].items()
-    }
-    schema["required"] = [MESSAGE_ID if name == TOOL_MESSAGE_ID else name for name in schema["required"]]
-    return schema
-
-
-def _mcp_tool(
-    tool: dict[str, Any], *, title: str, input_schema: dict[str, Any], output_schema: dict[str, Any] | None
-) -> types.Tool:
-    """One of threadmem.tools' function schemas as an MCP tool: its name and description, a title, read-only hints."""
-    function = tool["function"]
+def _mcp_tool(request: type[ToolRequest], *, title: str, output_schema: dict[str, Any] | None) -> types.Tool:
+    """A declared tool as an MCP tool: its name and description, MCP's argument names, a title, read-only hints."""
     return types.Tool(
-        name=function["name"],
+        name=request.name,
         title=title,
-        description=function["description"],
-        input_schema=input_schema,
+        description=request.description,
+        input_schema=request.parameters(mcp=True),
         output_schema=output_schema,
         annotations=types.ToolAnnotations(title=title, **READ_ONLY_HINTS),
     )
@@ -82,15 +56,11 @@ def tools() -> list[types.Tool]:
     structured = settings.THREADMEM_MCP_STRUCTURED_CONTENT
     return [
         _mcp_tool(
-            SEARCH_MEMORY_TOOL,
-            title="Search memory",
-            input_schema=_search_input_schema(),
-            output_schema=SEARCH_RESULT_SCHEMA if structured else None,
+            SearchMemoryRequest, title="Search memory", output_schema=SEARCH_RESULT_SCHEMA if structured else None
         ),
         _mcp_tool(
-            MESSAGE_CONTEXT_READ_TOOL,
+            MessageContextReadRequest,
             title="Read a stored message",
-            input_schema=_read_input_schema(),
             output_schema=AUDIT_READ_SCHEMA if structured else None,
         ),
     ]
@@ -98,13 +68,18 @@ def tools() -> list[types.Tool]:
 
 def _tool_arguments(name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
     arguments = dict(arguments or {})
-    if name == MESSAGE_CONTEXT_READ and MESSAGE_ID in arguments and TOOL_MESSAGE_ID not in arguments:
-        arguments[TOOL_MESSAGE_ID] = arguments.pop(MESSAGE_ID)
+    for mcp_name, declared in MCP_NAMES.get(name, {}).items():
+        if mcp_name in arguments and declared not in arguments:
+            arguments[declared] = arguments.pop(mcp_name)
     return arguments
 
 
 def _mcp_names(text: str) -> str:
-    return text.replace(TOOL_MESSAGE_ID, MESSAGE_ID)
+    """A refused call's message and field with MCP's spellings (of any tool's arguments)."""
+    for names in MCP_NAMES.values():
+        for mcp_name, declared in names.items():
+            text = text.replace(declared, mcp_name)
+    return text
 
 
 def call_tool(*, name: str, arguments: dict[str, Any] | None, user: AbstractBaseUser) -> types.CallToolResult:

@@ -1,0 +1,63 @@
+"""The tools' declarations (threadmem.tools) as drf-spectacular sees them: a body serializer, query parameters.
+
+Only the OpenAPI document reads these: the views check keys against the declaration and the
+domain checks values, so what the schema says and what is refused come from one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema_field
+from rest_framework import serializers
+
+from threadmem.tools import Arg, ToolRequest
+
+
+def _body_field(name: str, spec: Arg, *, required: bool) -> serializers.Field:
+    schema = spec.schema
+    common: dict[str, Any] = {"required": required, "help_text": spec.rest_doc}
+    if spec.choices:  # a ChoiceField: drf-spectacular names the enum a component
+        return serializers.ChoiceField(choices=list(spec.choices), allow_blank=spec.blank, **common)
+    if schema.get("type") == "string":
+        lengths = {"min_length": schema.get("minLength"), "max_length": schema.get("maxLength")}
+        if "pattern" in schema:
+            return serializers.RegexField(schema["pattern"], allow_null=spec.nullable, **lengths, **common)
+        return serializers.CharField(allow_null=spec.nullable, **lengths, **common)
+    # Anything else (one name or a list of them, ...): the declared schema. Its branches are of different
+    # types, so oneOf says what anyOf says; the document has always said oneOf.
+    if "anyOf" in schema:
+        schema = {"oneOf": schema["anyOf"], **{k: v for k, v in schema.items() if k != "anyOf"}}
+    field_class = type(f"{name.title()}Field", (serializers.JSONField,), {"__module__": __name__})
+    return extend_schema_field(schema)(field_class)(**common)
+
+
+def request_serializer(request: type[ToolRequest], name: str) -> type[serializers.Serializer]:
+    """A JSON body of the tool's arguments, for ``extend_schema(request=...)``."""
+    required = set(request.required())
+    fields = {key: _body_field(key, spec, required=key in required) for key, spec in request.args().items()}
+    return type(name, (serializers.Serializer,), {"__module__": __name__, **fields})
+
+
+def query_parameters(request: type[ToolRequest], *, exclude: tuple[str, ...] = ()) -> list[OpenApiParameter]:
+    """The tool's arguments as query parameters: one or many is the list, sent repeated (``?tool=a&tool=b``)."""
+    required = set(request.required())
+    parameters = []
+    for key, spec in request.args().items():
+        if key in exclude:
+            continue
+        schema, explode = dict(spec.schema), None
+        lists = [branch for branch in schema.get("anyOf", ()) if branch.get("type") == "array"]
+        if lists:
+            schema, explode = lists[0], True
+        if spec.blank and "enum" in schema:
+            schema["enum"] = [*schema["enum"], ""]
+        description = spec.query_doc if spec.query_doc is not None else spec.rest_doc
+        parameters.append(
+            OpenApiParameter(key, schema, required=key in required, description=description, explode=explode)
+        )
+    return parameters
+
+
+def path_parameter(request: type[ToolRequest], key: str) -> OpenApiParameter:
+    return OpenApiParameter(key, request.args()[key].schema, OpenApiParameter.PATH)
