@@ -1,8 +1,8 @@
 """A rollout the real Codex CLI wrote (npm, clients/package.json) with its own compaction, imported.
 
 ``codex exec`` runs against a scripted Responses API server on loopback
-(tests/support/codex_cli.py): the model ``cat``s one service file per
-command, Codex compacts after the third, and the summary it writes names none
+(tests/support/codex_cli.py): the model reads one service file per
+command, Codex compacts after the fourth, and the summary it writes names none
 of the identifiers those files held. Skipped where the CLI cannot be installed.
 """
 
@@ -20,7 +20,7 @@ from threadmem.models import Generation, Message, Thread
 from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
-SERVICES, COMPACT_AFTER = 6, 3
+SERVICES, COMPACT_AFTER = 3, 4  # two files a service, one command a file: Codex compacts in the third service
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_the_real_cli_ran_every_command_and_compacted_once(session):
     (compacted,) = [r["payload"] for r in rows if r["type"] == "compacted"]
     outputs = [r["payload"]["output"] for r in rows if r["payload"].get("type") == "function_call_output"]
     assert session.script.compactions == 1 and compacted["message"].endswith(SUMMARY)
-    assert len(outputs) == SERVICES
+    assert len(outputs) == len(session.files) == 2 * SERVICES
     for output, (_, identifiers) in zip(outputs, session.files, strict=True):
         assert all(identifier in output for identifier in identifiers)  # the command's real output
 
@@ -73,7 +73,7 @@ def test_one_search_finds_every_identifier_only_an_old_output_held(owner, sessio
     thread = thread_of(session)
     summary = Generation.objects.get(thread=thread, number=1).summary_message.content
     identifiers = [i for _, held in session.files[:COMPACT_AFTER] for i in held]
-    assert len(identifiers) == COMPACT_AFTER * 5
+    assert len(identifiers) == 2 * (5 + 24)  # two services' deploy.env and app.log
     for identifier in identifiers:
         (output,) = Message.objects.filter(thread=thread, role="tool", content__contains=identifier)
         assert output.generation == 1 and identifier not in summary

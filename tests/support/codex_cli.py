@@ -1,8 +1,8 @@
 """A real Codex CLI session (npm, clients/package.json) run against tests/support/fake_responses.py: its rollout file.
 
 The workspace holds service files full of identifiers (uuids, commits, hosts,
-addresses, paths, versions); the scripted model ``cat``s them one command at
-a time through Codex's own shell tool, and Codex compacts its context after
+addresses, paths, request ids); the scripted model reads them one command at a
+time (``cat``, ``grep``, ``head``, …) through Codex's own shell tool, and Codex compacts its context after
 the commands named by ``compact_after`` (the script reports a token usage
 above ``model_auto_compact_token_limit`` there). HOME and CODEX_HOME are
 temporary directories: nothing touches the real ~/.codex.
@@ -26,6 +26,9 @@ CODEX = CLIENTS / "node_modules" / ".bin" / "codex"
 COMPACT_AT_TOKENS = 100_000
 SUMMARY = "Read the deployment files of the first services; they were consistent, nothing is left to check there."
 PROMPT = "Read each services/*/deploy.env file, one command at a time, and report when done."
+# The commands the model reads the files with, in turn: several tools' output shapes.
+READERS = ["cat {}", "grep -n = {}", "head -n 20 {}", "sed -n 1,20p {}", "tail -n 20 {}", "nl -ba {}"]
+LOG_LINES = 12
 RUN_SECONDS = 300
 
 
@@ -60,36 +63,49 @@ def installed_codex() -> Path:
 
 
 def write_workspace(folder: Path, services: int, seed: int) -> list[tuple[str, list[str]]]:
-    """``services`` deploy.env files, each with identifiers of its own (deterministic for a seed)."""
+    """Per service a deploy.env and an app.log, each file with identifiers no other holds (deterministic for a
+    seed); the files in the order the model reads them."""
     rng = random.Random(seed)
     files = []
     for n in range(services):
         name = f"{rng.choice(['billing', 'ledger', 'search', 'auth', 'ingest', 'notify'])}-{n:02d}"
-        identifiers = [
-            str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-            f"{rng.getrandbits(48):012x}",
-            f"{name}.{rng.choice(['eu-west', 'us-east', 'ap-south'])}.internal",
-            f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}:{rng.randrange(1024, 65535)}",
-            f"/srv/releases/{name}/v{rng.randrange(1, 9)}.{rng.randrange(40)}.{rng.randrange(40)}/bundle.tar.gz",
-        ]
-        keys = ["SERVICE_ID", "COMMIT", "HOST", "ADDRESS", "ARTIFACT"]
-        relative = f"services/{name}/deploy.env"
-        (folder / relative).parent.mkdir(parents=True)
-        (folder / relative).write_text("".join(f"{k}={v}\n" for k, v in zip(keys, identifiers, strict=True)))
-        files.append((relative, identifiers))
+        settings = {
+            "SERVICE_ID": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            "COMMIT": f"{rng.getrandbits(48):012x}",
+            "HOST": f"{name}.{rng.choice(['eu-west', 'us-east', 'ap-south'])}.internal",
+            "ADDRESS": "10.{}.{}.{}:{}".format(*(rng.randrange(1, 255) for _ in range(3)), rng.randrange(1024, 65535)),
+            "ARTIFACT": "/srv/releases/{}/v{}.{}.{}/bundle.tgz".format(name, *(rng.randrange(1, 40) for _ in range(3))),
+        }
+        log, held = [], []
+        for second in range(LOG_LINES):
+            request, trace = f"{rng.getrandbits(64):016x}", str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            status = rng.choice([200, 200, 200, 201, 404, 500])
+            log.append(f"2026-12-01T10:00:{second:02d}Z {name} req={request} trace={trace} status={status}")
+            held += [request, trace]
+        for relative, text, identifiers in (
+            (
+                f"services/{name}/deploy.env",
+                "".join(f"{k}={v}\n" for k, v in settings.items()),
+                list(settings.values()),
+            ),
+            (f"services/{name}/app.log", "\n".join(log) + "\n", held),
+        ):
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relative).write_text(text)
+            files.append((relative, identifiers))
     return files
 
 
 def run_session(folder: Path, *, services: int, compact_after: set[int], seed: int = 33) -> Session:
-    """Codex reads the ``services`` files (one ``cat`` each) and compacts after the commands numbered in
-    ``compact_after`` (1-based); the rollout Codex wrote."""
+    """Codex reads the files of ``services`` services (one command each, two per service) and compacts after the
+    commands numbered in ``compact_after`` (1-based); the rollout Codex wrote."""
     codex = installed_codex()
     home, codex_home, work = folder / "home", folder / "codex-home", folder / "work"
     for path in (home, codex_home, work):
         path.mkdir(parents=True)
     files = write_workspace(work, services, seed)
     script = Script(
-        [f"cat {relative}" for relative, _ in files],
+        [READERS[n % len(READERS)].format(relative) for n, (relative, _) in enumerate(files)],
         summary=SUMMARY,
         tokens={n: COMPACT_AT_TOKENS * 2 for n in compact_after},
     )
