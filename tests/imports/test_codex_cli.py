@@ -3,32 +3,45 @@
 ``codex exec`` runs against a scripted Responses API server on loopback
 (tests/support/codex_cli.py): the model reads one service file per
 command, Codex compacts after the fourth, and the summary it writes names none
-of the identifiers those files held. Skipped where the CLI cannot be installed.
+of the identifiers those files held. Skipped where the CLI cannot be installed;
+the rollout such a run wrote, committed (tests/fixtures/codex/NOTICE.md), is
+read everywhere.
 """
 
 from __future__ import annotations
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
-from tests.support.codex_cli import SUMMARY, Session, Unavailable, run_session
+from tests.support.codex_cli import SUMMARY, Session, Unavailable, run_session, write_workspace
 from tests.support.factories import row_counts
 from threadmem.models import Generation, Message, Thread
 from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 SERVICES, COMPACT_AFTER = 3, 4  # two files a service, one command a file: Codex compacts in the third service
+COMMITTED = next((Path(__file__).resolve().parents[1] / "fixtures" / "codex" / "cli-0.171.0").glob("rollout-*.jsonl"))
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory) -> Session:
+def live(tmp_path_factory) -> Session:
     try:
         return run_session(tmp_path_factory.mktemp("codex-cli"), services=SERVICES, compact_after={COMPACT_AFTER})
     except Unavailable as err:
         pytest.skip(str(err))
+
+
+@pytest.fixture(params=["live", "committed"])
+def session(request, tmp_path_factory) -> Session:
+    """A rollout the CLI writes now, and the one it wrote with the same workspace (the files' identifiers)."""
+    if request.param == "live":
+        return request.getfixturevalue("live")
+    files = write_workspace(tmp_path_factory.mktemp("workspace"), SERVICES, seed=33)
+    return Session(rollout=COMMITTED, version="codex-cli 0.171.0", script=None, files=files)
 
 
 def run(*args: str) -> str:
@@ -49,7 +62,9 @@ def test_the_real_cli_ran_every_command_and_compacted_once(session):
     rows = records(session)
     (compacted,) = [r["payload"] for r in rows if r["type"] == "compacted"]
     outputs = [r["payload"]["output"] for r in rows if r["payload"].get("type") == "function_call_output"]
-    assert session.script.compactions == 1 and compacted["message"].endswith(SUMMARY)
+    assert rows[0]["payload"]["cli_version"] == session.version.removeprefix("codex-cli ")
+    assert compacted["message"].endswith(SUMMARY) and compacted["replacement_history"]
+    assert session.script is None or session.script.compactions == 1
     assert len(outputs) == len(session.files) == 2 * SERVICES
     for output, (_, identifiers) in zip(outputs, session.files, strict=True):
         assert all(identifier in output for identifier in identifiers)  # the command's real output

@@ -25,7 +25,7 @@ CLIENTS = ROOT / "clients"
 CODEX = CLIENTS / "node_modules" / ".bin" / "codex"
 COMPACT_AT_TOKENS = 100_000
 SUMMARY = "Read the deployment files of the first services; they were consistent, nothing is left to check there."
-PROMPT = "Read each services/*/deploy.env file, one command at a time, and report when done."
+PROMPT = "Read the deploy.env and the app.log of each service under services/, a command a file, then report."
 # The commands the model reads the files with, in turn: several tools' output shapes.
 READERS = ["cat {}", "grep -n = {}", "head -n 20 {}", "sed -n 1,20p {}", "tail -n 20 {}", "nl -ba {}"]
 LOG_LINES = 12
@@ -40,7 +40,7 @@ class Unavailable(Exception):
 class Session:
     rollout: Path
     version: str  # as `codex --version` prints it: "codex-cli 0.171.0"
-    script: Script
+    script: Script | None  # None for a rollout read back from a file
     files: list[tuple[str, list[str]]]  # (the file's path in the workspace, the identifiers it holds), in command order
 
 
