@@ -1,6 +1,6 @@
 """What an agent's own compaction summary kept of the identifiers in old tool outputs, and what search still finds.
 
-    .venv/bin/python bench/identifiers.py [--examples 5] [--misses] [--skip-codex]
+    .venv/bin/python bench/identifiers.py [--examples 5] [--misses] [--skip-codex] [--codex-cli [SERVICES]]
 
 DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_import)
 must point at PostgreSQL. Each session is imported into a thread of its own
@@ -20,7 +20,11 @@ the same two written as Codex rollouts (``bench/codex_sessions.py``: their
 ``compacted`` record holds Claude Code's summary, since no public real Codex
 rollout holding a compaction was found); and the committed Codex fixtures
 that hold ``compacted`` records (one written for the tests, one real with
-its texts trimmed by its author).
+its texts trimmed by its author). ``--codex-cli``: also a session the real
+Codex CLI (npm, clients/package.json) writes here against a scripted model
+(tests/support/codex_cli.py): it reads the deploy.env and app.log of SERVICES
+services (24 by default), one shell command a file, and compacts itself after
+a third and two thirds of the commands, its summary naming none.
 """
 
 from __future__ import annotations
@@ -180,11 +184,31 @@ def report(label: str, agent: str, files: list[Path], user, *, fmt: str, example
         )
 
 
+def report_codex_cli(services: int, user, *, examples: int, misses: bool) -> None:
+    """A session the real Codex CLI writes now, with its own compactions (tests/support/codex_cli.py)."""
+    from tests.support.codex_cli import Unavailable, run_session
+
+    with tempfile.TemporaryDirectory(prefix="threadmem-bench-codex-cli-") as folder:
+        try:
+            commands = 2 * services  # a deploy.env and an app.log a service
+            session = run_session(Path(folder), services=services, compact_after={commands // 3, 2 * commands // 3})
+        except Unavailable as err:
+            print(f"real Codex CLI: not run ({err})")
+            return
+        report(
+            f"Codex, real Codex CLI {session.version.removeprefix('codex-cli ')}, scripted model: a session it wrote"
+            f" here ({session.script.ran} shell commands reading the deploy.env and app.log of {services} services,"
+            f" {session.script.compactions} compactions by Codex itself, its summary naming no identifier)",
+            "Codex's", [session.rollout], user, fmt="codex", examples=examples, misses=misses,
+        )  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=int, default=5)
     parser.add_argument("--misses", action="store_true", help="list the identifiers search did not find")
     parser.add_argument("--skip-codex", action="store_true")
+    parser.add_argument("--codex-cli", type=int, nargs="?", const=24, metavar="SERVICES", help="a real Codex CLI run")
     args = parser.parse_args()
     migrated_database(require_postgres("bench/identifiers.py", verb="runs on"))
     from django.contrib.auth import get_user_model
@@ -213,6 +237,8 @@ def main() -> None:
                 " for the tests, one real with its texts trimmed by its author)",
                 "Codex's", CODEX_FIXTURES, user, fmt="codex", **options,
             )  # fmt: skip
+        if args.codex_cli:
+            report_codex_cli(args.codex_cli, user, **options)
     finally:
         for thread in Thread.objects.filter(channel__startswith=CHANNEL_PREFIX):
             thread.delete()

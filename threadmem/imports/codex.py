@@ -26,7 +26,8 @@ One file is one session; each line is ``{timestamp, type, payload}``. What each 
   repeat response items; ``token_count``, ``task_started`` and the like
   carry no text).
 - Skipped: ``turn_context``, ``world_state`` and
-  ``inter_agent_communication_metadata`` (per-turn settings). Any other type,
+  ``inter_agent_communication_metadata`` (per-turn settings), and
+  ``token_usage_record`` (a request's token counts, Codex 0.171). Any other type,
   or a record without one, is reported with its line number and skipped.
 
 Source ids are ``L<line>``: rollouts keep no id for most items, and a
@@ -47,7 +48,7 @@ from threadmem.models import Message
 from threadmem.services import message_parse
 
 CHANNEL_PREFIX = "codex"
-SKIPPED_TYPES = frozenset({"turn_context", "world_state", "inter_agent_communication_metadata"})
+SKIPPED_TYPES = frozenset({"turn_context", "world_state", "inter_agent_communication_metadata", "token_usage_record"})
 SKIPPED_ITEMS = frozenset({"ghost_snapshot", "image_generation_call"})
 # event_msg types that repeat a response_item, or whose text is not a message of the session.
 REPEATED_EVENTS = frozenset({"user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"})
