@@ -19,6 +19,7 @@ already lists and stop at an entry's end when the room runs out.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -30,24 +31,33 @@ from threadmem.lib.windows import Window
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
-from threadmem.search.ranked import keyword
+from threadmem.search.ranked import keyword, neighbours
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner).
-RANKED_TOP_K = 80
+# LoCoMo tune half: meaning keeps finding evidence past 80 (docs/search.md).
+RANKED_TOP_K = 150
 # Keyword pieces read per message listed (a long tool result's pieces collapse
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
-# A ranked entry shows this much of its piece, from a little before the first
-# query word it holds: more, shorter entries find more (LoCoMo tune half:
-# 800 characters 66.8 %, 300 characters 67.2 %, measured in docs/search.md).
+# The first RANKED_FULL_ENTRIES entries show this much of their piece, where its
+# query words weigh most; the later ones a shorter window: what limits the lane
+# is how many entries fit in the room (LoCoMo tune half, later entries at 300 /
+# 150 / 100 characters: 75.3 / 76.0 / 77.2 %, docs/search.md).
 RANKED_WINDOW_CHARS = 300
 RANKED_WINDOW_LEAD = 60
+RANKED_FULL_ENTRIES = 10
+RANKED_SHORT_WINDOW_CHARS = 100
+SCORE_DIGITS = 2
+# Whether the best messages' neighbours are listed with them (neighbours.py); the bench turns it off to compare.
+NEIGHBOURS_ON = True
+# Occurrences of one query word looked at in a piece (a window is placed at one of them).
+MAX_POSITIONS = 20
 # Reciprocal rank fusion's constant (measured 5-100 in docs/search.md: 10 best).
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
 # model and for a configured one (THREADMEM_SEMANTIC_MIN_SCORE).
-STATIC_MEANING_WEIGHT = 0.3
-STATIC_MIN_SIMILARITY = 0.5
+STATIC_MEANING_WEIGHT = 0.5
+STATIC_MIN_SIMILARITY = 0.3
 CONFIGURED_MEANING_WEIGHT = 1.0
 # A model server's call may outlive the search's deadline by this much (as in semantic.py).
 CALL_GRACE_SECONDS = 1.0
@@ -55,7 +65,10 @@ CALL_GRACE_SECONDS = 1.0
 NOTE_ERROR_CHARS = 300
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Ranked results are off (no embedding model in force: THREADMEM_STATIC_EMBEDDINGS=false)."
-HEAD = "Ranked by keyword relevance and meaning, best first (messages the literal part lists are not repeated):"
+HEAD = (
+    "Ranked by keyword relevance and meaning, best first, each of the best ten followed by its thread's messages "
+    "just before and after it (messages the literal part lists are not repeated):"
+)
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
 STEM_CHARS = 5
@@ -124,14 +137,28 @@ def fuse(
     return sorted(fused, key=lambda r: (-r.score, -r.match.message_id))
 
 
-def window_of(match: retrieve.Match, words: list[str]) -> Window:
-    """The entry's window: ``RANKED_WINDOW_CHARS`` of the piece from a little before the first query word in it."""
+def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
+    """Each query word's stem, weighted by its rarity among the listed pieces (a word every piece holds: ~0)."""
+    stems = list(dict.fromkeys(word[:STEM_CHARS] for word in words))
+    lowered = [text.lower() for text in texts]
+    total = len(lowered)
+    return {stem: math.log(1 + total / (1 + sum(stem in text for text in lowered))) for stem in stems}
+
+
+def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = RANKED_WINDOW_CHARS) -> Window:
+    """``width`` characters of the piece where its query words weigh most, from a little before the first of them."""
     lowered = match.text.lower()
-    found = [at for word in words if (at := lowered.find(word[:STEM_CHARS])) >= 0]
-    offset = max(0, min(found) - RANKED_WINDOW_LEAD) if found else 0
-    if len(match.text) - offset < RANKED_WINDOW_CHARS:
-        offset = max(0, len(match.text) - RANKED_WINDOW_CHARS)
-    text = match.text[offset : offset + RANKED_WINDOW_CHARS]
+    hits = sorted((at, stem) for stem in weights for at in _positions(lowered, stem))  # every occurrence, in order
+    offset, best = 0, -1.0
+    for at, _ in hits:
+        start = max(0, at - RANKED_WINDOW_LEAD)
+        held = {stem for position, stem in hits if start <= position and position + len(stem) <= start + width}
+        weight = sum(weights[stem] for stem in held)
+        if weight > best:
+            offset, best = start, weight
+    if len(match.text) - offset < width:
+        offset = max(0, len(match.text) - width)
+    text = match.text[offset : offset + width]
     return Window(
         start=match.start + offset + 1,
         text=text,
@@ -140,14 +167,22 @@ def window_of(match: retrieve.Match, words: list[str]) -> Window:
     )
 
 
-def entry_text(ranked: Ranked, *, words: list[str], with_channel: bool) -> str:
+def _positions(text: str, stem: str) -> list[int]:
+    found, at = [], text.find(stem)
+    while at >= 0 and len(found) < MAX_POSITIONS:
+        found.append(at)
+        at = text.find(stem, at + 1)
+    return found
+
+
+def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int) -> str:
     match = ranked.match
     channel = f" channel={one_line(match.channel)}" if with_channel else ""
-    window = window_of(match, words)
+    window = window_of(match, weights, width=width)
     return (
         f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
         f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
-        f"score={ranked.score * 100:.2f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
+        f"score={ranked.score * 100:.{SCORE_DIGITS}f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
     )
 
 
@@ -167,10 +202,24 @@ def ranked_results(
         meaning_matches, note = [], unavailable_note(error)
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
     fused = fuse(keyword_matches, meaning_matches, meaning_weight=weight)[:RANKED_TOP_K]
+    if NEIGHBOURS_ON:
+        fused = neighbours.with_neighbours(fused, scope=scope, model=model)
     if not fused:
         return note or NO_MATCH
     words = [word.lower() for word in _WORD.findall(text)]
-    entries = [(r.match.message_id, entry_text(r, words=words, with_channel=scope.is_global)) for r in fused]
+    weights = word_weights([r.match.text for r in fused], words)
+    entries = [
+        (
+            r.match.message_id,
+            entry_text(
+                r,
+                weights=weights,
+                with_channel=scope.is_global,
+                width=RANKED_WINDOW_CHARS if rank < RANKED_FULL_ENTRIES else RANKED_SHORT_WINDOW_CHARS,
+            ),
+        )
+        for rank, r in enumerate(fused)
+    ]
     return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note)
 
 
