@@ -29,6 +29,16 @@ def django_db_setup(django_db_setup):
     semantic.close_connections()
 
 
+@pytest.fixture(autouse=True)
+def held_vectors():
+    """Each test starts with no vectors held by the ranked lane (search/ranked/vectors.py): a flushed
+    test database may number its pieces again."""
+    from threadmem.search.ranked import vectors
+
+    vectors.clear()
+    yield
+
+
 # The personas: an owner, another user (the owner's threads answer them 404), an operator (staff: reads
 # everything, may not toggle isolation) and an admin.
 PERSONAS = {

@@ -42,6 +42,11 @@ _MAX_WORDS = 64
 
 def rank(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tuple[int, float]]:
     """The ``limit`` pieces of ``model`` in the scope most relevant to ``query`` by keyword, best first."""
+    return [(piece, score) for piece, _, score in rank_pieces(scope=scope, query=query, model=model, limit=limit)]
+
+
+def rank_pieces(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tuple[int, int, float]]:
+    """``rank``'s pieces as (piece id, its message's id, score), best first."""
     pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__")).order_by().values("id")
     if connection.vendor == "postgresql":
         return _rank_postgres(pieces, query, limit=limit)
@@ -54,7 +59,7 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join(quoted)
 
 
-def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
+def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, int, float]]:
     scope_sql, scope_params = pieces.query.sql_with_params()
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
@@ -64,7 +69,8 @@ def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]
         # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
         cursor.execute(
             f"WITH scope AS MATERIALIZED ({scope_sql}) "
-            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope) "
+            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope), "
+            "c.message_id "
             "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
             "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
             [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
@@ -73,7 +79,8 @@ def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]
     if not rows:
         return []
     total = rows[0][4]
-    return bm25(rows, total=total)[:limit]
+    messages = {row[0]: row[5] for row in rows}
+    return [(piece, messages[piece], score) for piece, score in bm25(rows, total=total)[:limit]]
 
 
 def bm25(rows: list[tuple], *, total: int) -> list[tuple[int, float]]:
@@ -99,7 +106,7 @@ def _match_expression(query: str) -> str:
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
-def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
+def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, int, float]]:
     expression = _match_expression(query)
     if not expression:
         return []
@@ -107,8 +114,10 @@ def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
     with connection.cursor() as cursor:
         # bm25() is lower for better matches; the score shown is its negation.
         cursor.execute(
-            "SELECT rowid, -bm25(threadmem_chunk_fts) AS score FROM threadmem_chunk_fts "
-            f"WHERE threadmem_chunk_fts MATCH %s AND rowid IN ({scope_sql}) ORDER BY score DESC, rowid DESC LIMIT %s",
+            "SELECT threadmem_chunk_fts.rowid, c.message_id, -bm25(threadmem_chunk_fts) AS score "
+            "FROM threadmem_chunk_fts JOIN threadmem_chunk c ON c.id = threadmem_chunk_fts.rowid "
+            f"WHERE threadmem_chunk_fts MATCH %s AND threadmem_chunk_fts.rowid IN ({scope_sql}) "
+            "ORDER BY score DESC, threadmem_chunk_fts.rowid DESC LIMIT %s",
             [expression, *scope_params, limit],
         )
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+        return [(row[0], row[1], float(row[2])) for row in cursor.fetchall()]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 
@@ -31,7 +31,7 @@ from threadmem.lib.windows import Window
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
-from threadmem.search.ranked import keyword, neighbours
+from threadmem.search.ranked import keyword, neighbours, vectors
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner).
 # LoCoMo tune half: meaning keeps finding evidence past 80 (docs/search.md).
@@ -94,47 +94,72 @@ class Ranked:
     score: float
 
 
-def _details(chunk_ids: list[int], scores: dict[int, float]) -> dict[int, retrieve.Match]:
-    rows = Chunk.objects.filter(id__in=chunk_ids).values_list("id", *retrieve.DETAIL_FIELDS)
-    return {row[0]: retrieve.Match(*row[1:], score=scores[row[0]]) for row in rows}
+@dataclass(frozen=True)
+class Hit:
+    """A message one ranking lists: its best piece, and that piece's details when the ranking read them."""
+
+    message_id: int
+    chunk_id: int | None
+    score: float
+    match: retrieve.Match | None = None
 
 
-def _by_message(matches: list[retrieve.Match]) -> list[retrieve.Match]:
+def _by_message(pieces: list[tuple[int, int, float]]) -> list[Hit]:
     """The best piece of each message, keeping the ranking's order."""
     seen: set[int] = set()
     kept = []
-    for match in matches:
-        if match.message_id not in seen:
-            seen.add(match.message_id)
-            kept.append(match)
+    for chunk_id, message_id, score in pieces:
+        if message_id not in seen:
+            seen.add(message_id)
+            kept.append(Hit(message_id, chunk_id, score))
     return kept
 
 
-def keyword_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
-    ranked = keyword.rank(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT)
-    scores = dict(ranked)
-    details = _details([chunk_id for chunk_id, _ in ranked], scores)
-    return _by_message([details[chunk_id] for chunk_id, _ in ranked if chunk_id in details])[:k]
+def keyword_hits(*, scope: SearchScope, query: str, model: str, k: int) -> list[Hit]:
+    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT)
+    return _by_message(ranked)[:k]
 
 
-def meaning_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
+def meaning_hits(*, scope: SearchScope, query: str, model: str, k: int) -> list[Hit]:
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
     threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else settings.THREADMEM_SEMANTIC_MIN_SCORE
-    return retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+    if not scope.is_global:
+        held = vectors.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+        if held is not None:
+            return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in held]
+    matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+    return [Hit(m.message_id, None, m.score, m) for m in matches]
 
 
-def fuse(
-    keyword_matches: list[retrieve.Match], meaning_matches: list[retrieve.Match], *, meaning_weight: float = 1.0
-) -> list[Ranked]:
+def meaning_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
+    """The meaning ranking's messages with their best piece's details and similarity, best first."""
+    return [r.match for r in with_details(meaning_hits(scope=scope, query=query, model=model, k=k))]
+
+
+def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: float = 1.0) -> list[Hit]:
     """Weighted reciprocal rank fusion of two message rankings, best first; a message shows its keyword piece."""
     found: dict[int, list] = {}
-    for rank, match in enumerate(keyword_matches, 1):
-        found[match.message_id] = [match, 1 / (RRF_K + rank)]
-    for rank, match in enumerate(meaning_matches, 1):
-        found.setdefault(match.message_id, [match, 0.0])[1] += meaning_weight / (RRF_K + rank)
-    fused = [Ranked(match, score) for match, score in found.values()]
-    return sorted(fused, key=lambda r: (-r.score, -r.match.message_id))
+    for rank, hit in enumerate(keyword_hits, 1):
+        found[hit.message_id] = [hit, 1 / (RRF_K + rank)]
+    for rank, hit in enumerate(meaning_hits, 1):
+        found.setdefault(hit.message_id, [hit, 0.0])[1] += meaning_weight / (RRF_K + rank)
+    fused = [replace(hit, score=score) for hit, score in found.values()]
+    return sorted(fused, key=lambda hit: (-hit.score, -hit.message_id))
+
+
+def with_details(hits: list[Hit]) -> list[Ranked]:
+    """The hits with their pieces' details (one statement for those the rankings did not read), in order."""
+    wanted = [hit.chunk_id for hit in hits if hit.match is None]
+    rows = Chunk.objects.filter(id__in=wanted).values_list("id", *retrieve.DETAIL_FIELDS) if wanted else []
+    read = {row[0]: row[1:] for row in rows}
+    ranked = []
+    for hit in hits:
+        if hit.match is not None:
+            ranked.append(Ranked(replace(hit.match, score=hit.score), hit.score))
+        elif hit.chunk_id in read:  # a piece gone since it was ranked is left out
+            ranked.append(Ranked(retrieve.Match(*read[hit.chunk_id], score=hit.score), hit.score))
+    return ranked
 
 
 def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
@@ -194,14 +219,14 @@ def ranked_results(
     if not model:
         return NO_MODEL
     text = query.strip()
-    keyword_matches = keyword_ranking(scope=scope, query=text, model=model, k=RANKED_TOP_K) if keyword_on else []
+    by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K) if keyword_on else []
     note = ""
     try:
-        meaning_matches = meaning_ranking(scope=scope, query=text, model=model, k=RANKED_TOP_K) if meaning_on else []
+        by_meaning = meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K) if meaning_on else []
     except llm.LLMError as error:  # the model server: the keyword ranking still stands
-        meaning_matches, note = [], unavailable_note(error)
+        by_meaning, note = [], unavailable_note(error)
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
-    fused = fuse(keyword_matches, meaning_matches, meaning_weight=weight)[:RANKED_TOP_K]
+    fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
     if NEIGHBOURS_ON:
         fused = neighbours.with_neighbours(fused, scope=scope, model=model)
     if not fused:
