@@ -96,6 +96,22 @@ def test_meaning_ranks_by_the_static_model_above_its_threshold(owner, talk):
     assert matches[0].score >= lane.STATIC_MIN_SIMILARITY
 
 
+def test_held_vectors_follow_appends_and_flags(owner, admin, talk):
+    thread, messages = talk
+    scope = resolve_scope(user=owner, channel=thread.channel)
+    query = "a picture of the sun coming up at the lake"
+    assert [m.message_id for m in lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)] == [
+        messages["paint"].id
+    ]  # the thread's vectors are now held (ranked/vectors.py)
+
+    (dawn,) = append(thread, {"role": "user", "content": "Melanie: I painted the sun coming up over the lake."})
+    embedded(thread)
+    services.message_set_isolated(message=messages["paint"], isolated=True, actor=admin)
+
+    ids = [m.message_id for m in lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)]
+    assert dawn.id in ids and messages["paint"].id not in ids
+
+
 def test_a_question_with_no_keyword_and_no_meaning_match(owner, talk):
     part = semantic_part(search_memory(user=owner, query="quokka zeppelin", channel="talk").text)
 
