@@ -45,11 +45,17 @@ def rank(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tupl
     return [(piece, score) for piece, _, score in rank_pieces(scope=scope, query=query, model=model, limit=limit)]
 
 
-def rank_pieces(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tuple[int, int, float]]:
-    """``rank``'s pieces as (piece id, its message's id, score), best first."""
+def rank_pieces(
+    *, scope: SearchScope, query: str, model: str, limit: int, ids: list[int] | None = None
+) -> list[tuple[int, int, float]]:
+    """``rank``'s pieces as (piece id, its message's id, score), best first.
+
+    ``ids``: the scope's pieces of ``model`` when the caller has read them (``vectors.scope_pieces``): on
+    PostgreSQL the statement then reads them from an array instead of applying the scope's filter again.
+    """
     pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__")).order_by().values("id")
     if connection.vendor == "postgresql":
-        return _rank_postgres(pieces, query, limit=limit)
+        return _rank_postgres(pieces, query, limit=limit, ids=ids)
     return _rank_sqlite(pieces, query, limit=limit)
 
 
@@ -59,8 +65,11 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join(quoted)
 
 
-def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, int, float]]:
-    scope_sql, scope_params = pieces.query.sql_with_params()
+def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> list[tuple[int, int, float]]:
+    if ids is None:
+        scope_sql, scope_params = pieces.query.sql_with_params()
+    else:
+        scope_sql, scope_params = "SELECT unnest(%s::bigint[]) AS id", [ids]
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
         lexemes = list(cursor.fetchone()[0] or [])

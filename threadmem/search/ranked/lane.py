@@ -115,19 +115,25 @@ def _by_message(pieces: list[tuple[int, int, float]]) -> list[Hit]:
     return kept
 
 
-def keyword_hits(*, scope: SearchScope, query: str, model: str, k: int) -> list[Hit]:
-    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT)
+def keyword_hits(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
+) -> list[Hit]:
+    ids = held.ids.tolist() if held is not None else None
+    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, ids=ids)
     return _by_message(ranked)[:k]
 
 
-def meaning_hits(*, scope: SearchScope, query: str, model: str, k: int) -> list[Hit]:
+def meaning_hits(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
+) -> list[Hit]:
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
     threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else settings.THREADMEM_SEMANTIC_MIN_SCORE
-    if not scope.is_global:
-        held = vectors.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
-        if held is not None:
-            return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in held]
+    if held is None and not scope.is_global:
+        held = vectors.scope_pieces(scope=scope, model=model)
+    if held is not None:
+        found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches]
 
@@ -219,10 +225,12 @@ def ranked_results(
     if not model:
         return NO_MODEL
     text = query.strip()
-    by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K) if keyword_on else []
+    # A thread's pieces are read once, for both rankings (vectors.py); a global scope's are not held.
+    held = None if scope.is_global else vectors.scope_pieces(scope=scope, model=model)
+    by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
     try:
-        by_meaning = meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K) if meaning_on else []
+        by_meaning = meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if meaning_on else []
     except llm.LLMError as error:  # the model server: the keyword ranking still stands
         by_meaning, note = [], unavailable_note(error)
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT

@@ -46,20 +46,29 @@ def clear() -> None:
         _held.clear()
 
 
-def nearest(
-    *, scope: SearchScope, vector: list[float], model: str, k: int, min_score: float
-) -> list[tuple[int, int, float]] | None:
-    """(message id, its best piece's id, similarity) of the ``k`` messages nearest to ``vector``, best first.
+@dataclass(frozen=True)
+class ScopePieces:
+    """The ids of the pieces of ``model`` a scope may show now, ascending, and the scope's statement (the key)."""
 
-    None when the scope holds more than ``CACHE_MAX_PIECES`` pieces: the caller asks the database.
-    """
-    query = np.asarray(vector, dtype=FLOAT32)
-    pieces = Chunk.objects.filter(model=model, dimensions=len(query)).filter(scope.q(prefix="message__"))
+    ids: np.ndarray
+    key: tuple
+
+
+def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
+    """The scope's pieces of ``model``; None when there are more than ``CACHE_MAX_PIECES``."""
+    pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__"))
     ids = np.fromiter(pieces.order_by("id").values_list("id", flat=True)[: CACHE_MAX_PIECES + 1], dtype=np.int64)
     if len(ids) > CACHE_MAX_PIECES:
         return None
     sql, params = pieces.query.sql_with_params()
-    held = _vectors(key=(model, len(query), sql, tuple(map(str, params))), ids=ids)
+    return ScopePieces(ids=ids, key=(model, sql, tuple(map(str, params))))
+
+
+def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: float) -> list[tuple[int, int, float]]:
+    """(message id, its best piece's id, similarity) of the ``k`` messages nearest to ``vector``, best first."""
+    query = np.asarray(vector, dtype=FLOAT32)
+    ids = pieces.ids
+    held = _vectors(key=(*pieces.key, len(query)), ids=ids, width=len(query))
     norm = float(np.linalg.norm(query))
     if not len(ids) or norm == 0:
         return []
@@ -79,7 +88,7 @@ def nearest(
     return found
 
 
-def _vectors(*, key: tuple, ids: np.ndarray) -> Held:
+def _vectors(*, key: tuple, ids: np.ndarray, width: int) -> Held:
     """The held vectors of exactly ``ids``, reading the ones not held yet."""
     with _lock:
         held = _held.get(key)
@@ -93,7 +102,7 @@ def _vectors(*, key: tuple, ids: np.ndarray) -> Held:
     else:
         at, known = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
     messages = np.zeros(len(ids), dtype=np.int64)
-    matrix = np.zeros((len(ids), held.matrix.shape[1] if held is not None else 0), dtype=FLOAT32)
+    matrix = np.zeros((len(ids), width), dtype=FLOAT32)
     if held is not None and known.any():
         messages[known] = held.messages[at[known]]
         matrix[known] = held.matrix[at[known]]
@@ -101,15 +110,10 @@ def _vectors(*, key: tuple, ids: np.ndarray) -> Held:
     if len(missing):
         rows = Chunk.objects.filter(id__in=missing.tolist()).values_list("id", "message_id", "embedding")
         read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in rows}
-        width = len(next(iter(read.values()))[1]) if read else matrix.shape[1]
-        if matrix.shape[1] != width:
-            matrix = np.zeros((len(ids), width), dtype=FLOAT32)
-            if held is not None and known.any():
-                matrix[known] = held.matrix[at[known]]
         for index in np.flatnonzero(~known):
             message_id, embedding = read.get(int(ids[index]), (0, None))
             messages[index] = message_id
-            if embedding is not None:
+            if embedding is not None and len(embedding) == width:  # another width: another model's, never a match
                 row = np.asarray(embedding, dtype=FLOAT32)
                 length = float(np.linalg.norm(row))
                 matrix[index] = row / length if length else row
