@@ -124,12 +124,13 @@ def keyword_hits(
 
 
 def meaning_hits(
-    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
 ) -> list[Hit]:
+    """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
     threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else settings.THREADMEM_SEMANTIC_MIN_SCORE
-    if held is None and not scope.is_global:
+    if not read and not scope.is_global:
         held = vectors.scope_pieces(scope=scope, model=model)
     if held is not None:
         found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
@@ -225,12 +226,17 @@ def ranked_results(
     if not model:
         return NO_MODEL
     text = query.strip()
-    # A thread's pieces are read once, for both rankings (vectors.py); a global scope's are not held.
+    # A thread's pieces are read once, for both rankings (vectors.py). A global scope's are not: reading its
+    # ids cost more than the database's own ranking (LoCoMo's ten threads: lane 69 -> 86-100 ms).
     held = None if scope.is_global else vectors.scope_pieces(scope=scope, model=model)
     by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
     try:
-        by_meaning = meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if meaning_on else []
+        by_meaning = (
+            meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
+            if meaning_on
+            else []
+        )
     except llm.LLMError as error:  # the model server: the keyword ranking still stands
         by_meaning, note = [], unavailable_note(error)
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT

@@ -8,9 +8,10 @@ scored), and scores the vectors this process holds for those ids; a piece it
 does not hold yet (an append since) is read once. A piece's vector never
 changes (a re-embedding stores a new piece), so a held one is never stale.
 
-Scopes of more than ``CACHE_MAX_PIECES`` pieces (a global scope) are not
-held: the database ranks them (``embeddings/retrieve.py``: HNSW or exact).
-At most ``CACHE_SCOPES`` scopes are held, the least recently used dropped.
+Scopes of more than ``CACHE_MAX_PIECES`` pieces (most global scopes) are
+not held: the database ranks them (``embeddings/retrieve.py``: HNSW or
+exact). At most ``CACHE_MAX_BYTES`` of vectors are held, the least recently
+used scope dropped first.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 
 CACHE_MAX_PIECES = 20_000
-CACHE_SCOPES = 16
+# Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).
+CACHE_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,11 @@ class ScopePieces:
 def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     """The scope's pieces of ``model``; None when there are more than ``CACHE_MAX_PIECES``."""
     pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__"))
-    ids = np.fromiter(pieces.order_by("id").values_list("id", flat=True)[: CACHE_MAX_PIECES + 1], dtype=np.int64)
+    # Unordered, so that a large scope stops at the limit instead of sorting every piece first.
+    ids = np.fromiter(pieces.order_by().values_list("id", flat=True)[: CACHE_MAX_PIECES + 1], dtype=np.int64)
     if len(ids) > CACHE_MAX_PIECES:
         return None
+    ids.sort()
     sql, params = pieces.query.sql_with_params()
     return ScopePieces(ids=ids, key=(model, sql, tuple(map(str, params))))
 
@@ -121,6 +125,6 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int) -> Held:
     with _lock:
         _held[key] = fresh
         _held.move_to_end(key)
-        while len(_held) > CACHE_SCOPES:
+        while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
             _held.popitem(last=False)
     return fresh
