@@ -45,6 +45,16 @@ def _report_open_sessions() -> None:
             warnings.warn(f"open session on the test database at teardown: {row}", stacklevel=1)
 
 
+@pytest.fixture(autouse=True)
+def held_vectors():
+    """Each test starts with no vectors held by the ranked lane (search/ranked/vectors.py): a flushed
+    test database may number its pieces again."""
+    from threadmem.search.ranked import vectors
+
+    vectors.clear()
+    yield
+
+
 # The personas: an owner, another user (the owner's threads answer them 404), an operator (staff: reads
 # everything, may not toggle isolation) and an admin.
 PERSONAS = {

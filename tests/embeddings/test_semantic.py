@@ -48,14 +48,16 @@ def embedded(thread) -> None:
 def test_a_paraphrase_that_literal_search_misses_is_found(owner, embeddings, channel):
     thread = make_thread(owner, "ops")
     (evidence,) = append(thread, {"role": "tool", "tool_call_id": "c1", "content": EVIDENCE})
-    append(thread, {"role": "assistant", "content": UNRELATED})
+    (after,) = append(thread, {"role": "assistant", "content": UNRELATED})
     embedded(thread)
 
     result = search_memory(user=owner, query=PARAPHRASE, channel=channel)
 
     assert result.literal_hits_total == 0 and literal_part_of(result.text) == ""
     part = semantic_part(result.text)
-    assert listed_ids(part) == {evidence.id}
+    # The match, then the message after it in its thread (ranked/neighbours.py).
+    assert listed_ids(part) == {evidence.id, after.id}
+    assert part.index(f"messageId={evidence.id} ") < part.index(f"messageId={after.id} ")
     assert "field=content" in part and "score=" in part
     assert EVIDENCE in part
     assert ("channel=ops" in part) is (channel is None)

@@ -96,6 +96,22 @@ def test_meaning_ranks_by_the_static_model_above_its_threshold(owner, talk):
     assert matches[0].score >= lane.STATIC_MIN_SIMILARITY
 
 
+def test_held_vectors_follow_appends_and_flags(owner, admin, talk):
+    thread, messages = talk
+    scope = resolve_scope(user=owner, channel=thread.channel)
+    query = "a picture of the sun coming up at the lake"
+    assert [m.message_id for m in lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)] == [
+        messages["paint"].id
+    ]  # the thread's vectors are now held (ranked/vectors.py)
+
+    (dawn,) = append(thread, {"role": "user", "content": "Melanie: I painted the sun coming up over the lake."})
+    embedded(thread)
+    services.message_set_isolated(message=messages["paint"], isolated=True, actor=admin)
+
+    ids = [m.message_id for m in lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)]
+    assert dawn.id in ids and messages["paint"].id not in ids
+
+
 def test_a_question_with_no_keyword_and_no_meaning_match(owner, talk):
     part = semantic_part(search_memory(user=owner, query="quokka zeppelin", channel="talk").text)
 
@@ -145,6 +161,37 @@ def test_hidden_messages_never_appear(owner, admin, talk, channel):
         *thread.messages.filter(model_visible=False).values_list("id", flat=True),
     }
     assert not ids & set(thread.messages.filter(kind="machine_event").values_list("id", flat=True))
+
+
+def test_the_best_messages_are_followed_by_their_neighbours(owner, talk):
+    _, messages = talk
+
+    ids = ranked_ids(owner, QUESTION, "talk")
+
+    # The group turn ranks first; the turns just before and after it follow, whatever their own rank.
+    assert ids == [messages["group"].id, messages["chat"].id, messages["paint"].id]
+
+
+@pytest.mark.parametrize("channel", ["gap", None])
+def test_a_neighbour_the_scope_hides_is_not_listed(owner, admin, static_model, channel):
+    thread = make_thread(owner, "gap")
+    before, group, hidden, _ = append(
+        thread,
+        {"role": "user", "content": "Caroline: a quiet week at home."},
+        {"role": "user", "content": GROUP},
+        {"role": "tool", "tool_call_id": "c1", "model_visible": False, "content": "a hidden tool result"},
+        {"role": "assistant", "content": PAINT},
+    )
+    elsewhere = make_thread(owner, "elsewhere")
+    (next_door,) = append(elsewhere, {"role": "user", "content": "Melanie: nothing in common at all."})
+    embedded(thread, elsewhere)
+    services.message_set_isolated(message=before, isolated=True, actor=admin)
+
+    ids = ranked_ids(owner, QUESTION, channel)
+
+    assert ids[0] == group.id
+    assert hidden.id not in ids and before.id not in ids  # seq ± 1 of the best, but not the scope's to show
+    assert next_door.id not in ids[:2]  # another thread's message is no neighbour
 
 
 def test_another_owners_thread_never_appears_and_an_isolated_thread_only_in_its_channel(owner, other, admin, talk):

@@ -60,6 +60,8 @@ DETAIL_FIELDS = (
     "start",
     "end_of_field",
     "text",
+    "message__thread_id",
+    "message__seq",
 )
 
 
@@ -74,6 +76,8 @@ class Match:
     start: int  # offset of the piece in its field
     end_of_field: bool
     text: str
+    thread_id: int
+    seq: int  # the message's place in its thread
     score: float  # cosine similarity to the query
 
 

@@ -27,10 +27,10 @@ from django.db import connection
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 
-# Short conversational turns reward a weak length normalisation (tuned on
+# No length normalisation: pieces are at most 1,000 characters anyway (tuned on
 # LoCoMo's tune half: docs/search.md).
-BM25_K1 = 0.9
-BM25_B = 0.3
+BM25_K1 = 0.6
+BM25_B = 0.0
 # PostgreSQL: rows (piece, lexeme) read at most; a global scope's common word
 # could otherwise read every piece of the store.
 MAX_ROWS = 50_000
@@ -41,9 +41,20 @@ _MAX_WORDS = 64
 
 def rank(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tuple[int, float]]:
     """The ``limit`` pieces of ``model`` in the scope most relevant to ``query`` by keyword, best first."""
+    return [(piece, score) for piece, _, score in rank_pieces(scope=scope, query=query, model=model, limit=limit)]
+
+
+def rank_pieces(
+    *, scope: SearchScope, query: str, model: str, limit: int, ids: list[int] | None = None
+) -> list[tuple[int, int, float]]:
+    """``rank``'s pieces as (piece id, its message's id, score), best first.
+
+    ``ids``: the scope's pieces of ``model`` when the caller has read them (``vectors.scope_pieces``): on
+    PostgreSQL the statement then reads them from an array instead of applying the scope's filter again.
+    """
     pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__")).order_by().values("id")
     if connection.vendor == "postgresql":
-        return _rank_postgres(pieces, query, limit=limit)
+        return _rank_postgres(pieces, query, limit=limit, ids=ids)
     return _rank_sqlite(pieces, query, limit=limit)
 
 
@@ -53,8 +64,11 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join(quoted)
 
 
-def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
-    scope_sql, scope_params = pieces.query.sql_with_params()
+def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> list[tuple[int, int, float]]:
+    if ids is None:
+        scope_sql, scope_params = pieces.query.sql_with_params()
+    else:
+        scope_sql, scope_params = "SELECT unnest(%s::bigint[]) AS id", [ids]
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
         lexemes = list(cursor.fetchone()[0] or [])
@@ -63,7 +77,8 @@ def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]
         # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
         cursor.execute(
             f"WITH scope AS MATERIALIZED ({scope_sql}) "
-            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope) "
+            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope), "
+            "c.message_id "
             "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
             "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
             [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
@@ -72,7 +87,8 @@ def _rank_postgres(pieces, query: str, *, limit: int) -> list[tuple[int, float]]
     if not rows:
         return []
     total = rows[0][4]
-    return bm25(rows, total=total)[:limit]
+    messages = {row[0]: row[5] for row in rows}
+    return [(piece, messages[piece], score) for piece, score in bm25(rows, total=total)[:limit]]
 
 
 def bm25(rows: list[tuple], *, total: int) -> list[tuple[int, float]]:
@@ -98,7 +114,7 @@ def _match_expression(query: str) -> str:
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
-def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
+def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, int, float]]:
     expression = _match_expression(query)
     if not expression:
         return []
@@ -106,8 +122,10 @@ def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, float]]:
     with connection.cursor() as cursor:
         # bm25() is lower for better matches; the score shown is its negation.
         cursor.execute(
-            "SELECT rowid, -bm25(threadmem_chunk_fts) AS score FROM threadmem_chunk_fts "
-            f"WHERE threadmem_chunk_fts MATCH %s AND rowid IN ({scope_sql}) ORDER BY score DESC, rowid DESC LIMIT %s",
+            "SELECT threadmem_chunk_fts.rowid, c.message_id, -bm25(threadmem_chunk_fts) AS score "
+            "FROM threadmem_chunk_fts JOIN threadmem_chunk c ON c.id = threadmem_chunk_fts.rowid "
+            f"WHERE threadmem_chunk_fts MATCH %s AND threadmem_chunk_fts.rowid IN ({scope_sql}) "
+            "ORDER BY score DESC, threadmem_chunk_fts.rowid DESC LIMIT %s",
             [expression, *scope_params, limit],
         )
-        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+        return [(row[0], row[1], float(row[2])) for row in cursor.fetchall()]

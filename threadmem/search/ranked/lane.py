@@ -19,8 +19,9 @@ already lists and stop at an entry's end when the room runs out.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 
@@ -30,24 +31,33 @@ from threadmem.lib.windows import Window
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
-from threadmem.search.ranked import keyword
+from threadmem.search.ranked import keyword, neighbours, vectors
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner).
-RANKED_TOP_K = 80
+# LoCoMo tune half: meaning keeps finding evidence past 80 (docs/search.md).
+RANKED_TOP_K = 150
 # Keyword pieces read per message listed (a long tool result's pieces collapse
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
-# A ranked entry shows this much of its piece, from a little before the first
-# query word it holds: more, shorter entries find more (docs/search.md,
-# "How the 12,000 characters are shared").
+# The first RANKED_FULL_ENTRIES entries show this much of their piece, where its
+# query words weigh most; the later ones a shorter window: what limits the lane
+# is how many entries fit in the room (docs/search.md, "How the 12,000
+# characters are shared").
 RANKED_WINDOW_CHARS = 300
 RANKED_WINDOW_LEAD = 60
+RANKED_FULL_ENTRIES = 10
+RANKED_SHORT_WINDOW_CHARS = 100
+SCORE_DIGITS = 2
+# Whether the best messages' neighbours are listed with them (neighbours.py); the bench turns it off to compare.
+NEIGHBOURS_ON = True
+# Occurrences of one query word looked at in a piece (a window is placed at one of them).
+MAX_POSITIONS = 20
 # Reciprocal rank fusion's constant: the best of those tried (docs/search.md).
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
 # model and for a configured one (THREADMEM_SEMANTIC_MIN_SCORE).
-STATIC_MEANING_WEIGHT = 0.3
-STATIC_MIN_SIMILARITY = 0.5
+STATIC_MEANING_WEIGHT = 0.5
+STATIC_MIN_SIMILARITY = 0.3
 CONFIGURED_MEANING_WEIGHT = 1.0
 # A model server's call may outlive the search's deadline by this much (as in semantic.py).
 CALL_GRACE_SECONDS = 1.0
@@ -55,7 +65,10 @@ CALL_GRACE_SECONDS = 1.0
 NOTE_ERROR_CHARS = 300
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Ranked results are off (no embedding model in force: THREADMEM_STATIC_EMBEDDINGS=false)."
-HEAD = "Ranked by keyword relevance and meaning, best first (messages the literal part lists are not repeated):"
+HEAD = (
+    "Ranked by keyword relevance and meaning, best first, each of the best ten followed by its thread's messages "
+    "just before and after it (messages the literal part lists are not repeated):"
+)
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
 STEM_CHARS = 5
@@ -81,57 +94,103 @@ class Ranked:
     score: float
 
 
-def _details(chunk_ids: list[int], scores: dict[int, float]) -> dict[int, retrieve.Match]:
-    rows = Chunk.objects.filter(id__in=chunk_ids).values_list("id", *retrieve.DETAIL_FIELDS)
-    return {row[0]: retrieve.Match(*row[1:], score=scores[row[0]]) for row in rows}
+@dataclass(frozen=True)
+class Hit:
+    """A message one ranking lists: its best piece, and that piece's details when the ranking read them."""
+
+    message_id: int
+    chunk_id: int | None
+    score: float
+    match: retrieve.Match | None = None
 
 
-def _by_message(matches: list[retrieve.Match]) -> list[retrieve.Match]:
+def _by_message(pieces: list[tuple[int, int, float]]) -> list[Hit]:
     """The best piece of each message, keeping the ranking's order."""
     seen: set[int] = set()
     kept = []
-    for match in matches:
-        if match.message_id not in seen:
-            seen.add(match.message_id)
-            kept.append(match)
+    for chunk_id, message_id, score in pieces:
+        if message_id not in seen:
+            seen.add(message_id)
+            kept.append(Hit(message_id, chunk_id, score))
     return kept
 
 
-def keyword_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
-    ranked = keyword.rank(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT)
-    scores = dict(ranked)
-    details = _details([chunk_id for chunk_id, _ in ranked], scores)
-    return _by_message([details[chunk_id] for chunk_id, _ in ranked if chunk_id in details])[:k]
+def keyword_hits(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
+) -> list[Hit]:
+    ids = held.ids.tolist() if held is not None else None
+    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, ids=ids)
+    return _by_message(ranked)[:k]
 
 
-def meaning_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
+def meaning_hits(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
+) -> list[Hit]:
+    """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
     threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else settings.THREADMEM_SEMANTIC_MIN_SCORE
-    return retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+    if not read and not scope.is_global:
+        held = vectors.scope_pieces(scope=scope, model=model)
+    if held is not None:
+        found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
+    matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+    return [Hit(m.message_id, None, m.score, m) for m in matches]
 
 
-def fuse(
-    keyword_matches: list[retrieve.Match], meaning_matches: list[retrieve.Match], *, meaning_weight: float = 1.0
-) -> list[Ranked]:
+def meaning_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
+    """The meaning ranking's messages with their best piece's details and similarity, best first."""
+    return [r.match for r in with_details(meaning_hits(scope=scope, query=query, model=model, k=k))]
+
+
+def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: float = 1.0) -> list[Hit]:
     """Weighted reciprocal rank fusion of two message rankings, best first; a message shows its keyword piece."""
     found: dict[int, list] = {}
-    for rank, match in enumerate(keyword_matches, 1):
-        found[match.message_id] = [match, 1 / (RRF_K + rank)]
-    for rank, match in enumerate(meaning_matches, 1):
-        found.setdefault(match.message_id, [match, 0.0])[1] += meaning_weight / (RRF_K + rank)
-    fused = [Ranked(match, score) for match, score in found.values()]
-    return sorted(fused, key=lambda r: (-r.score, -r.match.message_id))
+    for rank, hit in enumerate(keyword_hits, 1):
+        found[hit.message_id] = [hit, 1 / (RRF_K + rank)]
+    for rank, hit in enumerate(meaning_hits, 1):
+        found.setdefault(hit.message_id, [hit, 0.0])[1] += meaning_weight / (RRF_K + rank)
+    fused = [replace(hit, score=score) for hit, score in found.values()]
+    return sorted(fused, key=lambda hit: (-hit.score, -hit.message_id))
 
 
-def window_of(match: retrieve.Match, words: list[str]) -> Window:
-    """The entry's window: ``RANKED_WINDOW_CHARS`` of the piece from a little before the first query word in it."""
+def with_details(hits: list[Hit]) -> list[Ranked]:
+    """The hits with their pieces' details (one statement for those the rankings did not read), in order."""
+    wanted = [hit.chunk_id for hit in hits if hit.match is None]
+    rows = Chunk.objects.filter(id__in=wanted).values_list("id", *retrieve.DETAIL_FIELDS) if wanted else []
+    read = {row[0]: row[1:] for row in rows}
+    ranked = []
+    for hit in hits:
+        if hit.match is not None:
+            ranked.append(Ranked(replace(hit.match, score=hit.score), hit.score))
+        elif hit.chunk_id in read:  # a piece gone since it was ranked is left out
+            ranked.append(Ranked(retrieve.Match(*read[hit.chunk_id], score=hit.score), hit.score))
+    return ranked
+
+
+def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
+    """Each query word's stem, weighted by its rarity among the listed pieces (a word every piece holds: ~0)."""
+    stems = list(dict.fromkeys(word[:STEM_CHARS] for word in words))
+    lowered = [text.lower() for text in texts]
+    total = len(lowered)
+    return {stem: math.log(1 + total / (1 + sum(stem in text for text in lowered))) for stem in stems}
+
+
+def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = RANKED_WINDOW_CHARS) -> Window:
+    """``width`` characters of the piece where its query words weigh most, from a little before the first of them."""
     lowered = match.text.lower()
-    found = [at for word in words if (at := lowered.find(word[:STEM_CHARS])) >= 0]
-    offset = max(0, min(found) - RANKED_WINDOW_LEAD) if found else 0
-    if len(match.text) - offset < RANKED_WINDOW_CHARS:
-        offset = max(0, len(match.text) - RANKED_WINDOW_CHARS)
-    text = match.text[offset : offset + RANKED_WINDOW_CHARS]
+    hits = sorted((at, stem) for stem in weights for at in _positions(lowered, stem))  # every occurrence, in order
+    offset, best = 0, -1.0
+    for at, _ in hits:
+        start = max(0, at - RANKED_WINDOW_LEAD)
+        held = {stem for position, stem in hits if start <= position and position + len(stem) <= start + width}
+        weight = sum(weights[stem] for stem in held)
+        if weight > best:
+            offset, best = start, weight
+    if len(match.text) - offset < width:
+        offset = max(0, len(match.text) - width)
+    text = match.text[offset : offset + width]
     return Window(
         start=match.start + offset + 1,
         text=text,
@@ -140,14 +199,22 @@ def window_of(match: retrieve.Match, words: list[str]) -> Window:
     )
 
 
-def entry_text(ranked: Ranked, *, words: list[str], with_channel: bool) -> str:
+def _positions(text: str, stem: str) -> list[int]:
+    found, at = [], text.find(stem)
+    while at >= 0 and len(found) < MAX_POSITIONS:
+        found.append(at)
+        at = text.find(stem, at + 1)
+    return found
+
+
+def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int) -> str:
     match = ranked.match
     channel = f" channel={one_line(match.channel)}" if with_channel else ""
-    window = window_of(match, words)
+    window = window_of(match, weights, width=width)
     return (
         f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
         f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
-        f"score={ranked.score * 100:.2f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
+        f"score={ranked.score * 100:.{SCORE_DIGITS}f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
     )
 
 
@@ -159,18 +226,39 @@ def ranked_results(
     if not model:
         return NO_MODEL
     text = query.strip()
-    keyword_matches = keyword_ranking(scope=scope, query=text, model=model, k=RANKED_TOP_K) if keyword_on else []
+    # A thread's pieces are read once, for both rankings (vectors.py). A global scope's are not: reading its
+    # ids cost more than the database's own ranking (LoCoMo's ten threads: lane 69 -> 86-100 ms).
+    held = None if scope.is_global else vectors.scope_pieces(scope=scope, model=model)
+    by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
     try:
-        meaning_matches = meaning_ranking(scope=scope, query=text, model=model, k=RANKED_TOP_K) if meaning_on else []
+        by_meaning = (
+            meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
+            if meaning_on
+            else []
+        )
     except llm.LLMError as error:  # the model server: the keyword ranking still stands
-        meaning_matches, note = [], unavailable_note(error)
+        by_meaning, note = [], unavailable_note(error)
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
-    fused = fuse(keyword_matches, meaning_matches, meaning_weight=weight)[:RANKED_TOP_K]
+    fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
+    if NEIGHBOURS_ON:
+        fused = neighbours.with_neighbours(fused, scope=scope, model=model)
     if not fused:
         return note or NO_MATCH
     words = [word.lower() for word in _WORD.findall(text)]
-    entries = [(r.match.message_id, entry_text(r, words=words, with_channel=scope.is_global)) for r in fused]
+    weights = word_weights([r.match.text for r in fused], words)
+    entries = [
+        (
+            r.match.message_id,
+            entry_text(
+                r,
+                weights=weights,
+                with_channel=scope.is_global,
+                width=RANKED_WINDOW_CHARS if rank < RANKED_FULL_ENTRIES else RANKED_SHORT_WINDOW_CHARS,
+            ),
+        )
+        for rank, r in enumerate(fused)
+    ]
     return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note)
 
 

@@ -1,0 +1,60 @@
+"""The messages next to the best ranked ones: a hit's question or answer, the call before a result.
+
+A ranked message rarely stands alone: in a conversation the turn before a
+hit asks what it answers, the turn after answers what it asks; in an agent's
+thread a tool result follows its call. The best ``NEIGHBOURS_OF`` ranked
+messages are each followed by the scope's messages just before and just
+after them in their thread (seq ± 1, when the scope may show them and they
+are not listed earlier), each with the score of the message it neighbours.
+LoCoMo's tune half: 71.5 → 76.5 % of the evidence in the top 55 (docs/search.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from threadmem.embeddings import retrieve
+from threadmem.models import Chunk
+from threadmem.scope import SearchScope
+
+NEIGHBOURS_OF = 10
+
+
+def with_neighbours(ranked: list, *, scope: SearchScope, model: str) -> list:
+    """``ranked`` (``lane.Ranked``, best first), its first ``NEIGHBOURS_OF`` each followed by its neighbours."""
+    best = ranked[:NEIGHBOURS_OF]
+    if not best:
+        return ranked
+    wanted = {(r.match.thread_id, r.match.seq + step) for r in best for step in (-1, 1)}
+    found = _first_pieces(wanted, scope=scope, model=model)
+    listed: set[int] = set()
+    placed = []
+    for r in best:
+        before = found.get((r.match.thread_id, r.match.seq - 1))
+        after = found.get((r.match.thread_id, r.match.seq + 1))
+        for match, score in ((r.match, r.score), (before, r.score), (after, r.score)):
+            if match is not None and match.message_id not in listed:
+                listed.add(match.message_id)
+                placed.append(r if match is r.match else replace(r, match=replace(match, score=score)))
+    return placed + [r for r in ranked[NEIGHBOURS_OF:] if r.match.message_id not in listed]
+
+
+def _first_pieces(
+    wanted: set[tuple[int, int]], *, scope: SearchScope, model: str
+) -> dict[tuple[int, int], retrieve.Match]:
+    """The first piece of each wanted (thread, seq) message the scope may show, content before arguments."""
+    # Threads and seqs apart, the exact pairs kept below: an OR of pairs cost the planner and the ORM ~10 ms.
+    threads = sorted({thread_id for thread_id, _ in wanted})
+    seqs = sorted({seq for _, seq in wanted})
+    rows = (
+        Chunk.objects.filter(model=model, message__thread_id__in=threads, message__seq__in=seqs)
+        .filter(scope.q(prefix="message__"))
+        .order_by("message_id", "field", "start")  # "content" sorts before "tool_args.…"
+        .values_list(*retrieve.DETAIL_FIELDS)
+    )
+    found: dict[tuple[int, int], retrieve.Match] = {}
+    for row in rows:
+        match = retrieve.Match(*row, score=0.0)
+        if (match.thread_id, match.seq) in wanted:
+            found.setdefault((match.thread_id, match.seq), match)
+    return found

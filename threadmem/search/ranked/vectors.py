@@ -1,0 +1,130 @@
+"""Meaning in a thread's scope: the scope's vectors kept in this process, scored in NumPy.
+
+Ranking a thread by meaning in the database reads every piece's vector and
+text on every search (a LoCoMo thread: ~13 ms of its ~40). Here each search
+reads only the ids of the pieces its scope may show (``SearchScope.q``, the
+filter of every path, so what a flag or an isolation hides since is never
+scored), and scores the vectors this process holds for those ids; a piece it
+does not hold yet (an append since) is read once. A piece's vector never
+changes (a re-embedding stores a new piece), so a held one is never stale.
+
+Scopes of more than ``CACHE_MAX_PIECES`` pieces (most global scopes) are
+not held: the database ranks them (``embeddings/retrieve.py``: HNSW or
+exact). At most ``CACHE_MAX_BYTES`` of vectors are held, the least recently
+used scope dropped first.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from threadmem.fields import FLOAT32
+from threadmem.models import Chunk
+from threadmem.scope import SearchScope
+
+CACHE_MAX_PIECES = 20_000
+# Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).
+CACHE_MAX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Held:
+    ids: np.ndarray  # chunk ids, ascending
+    messages: np.ndarray  # each chunk's message id
+    matrix: np.ndarray  # each chunk's unit vector
+    live: np.ndarray  # a zero vector (an empty text, a piece gone since) has no direction: never a match
+
+
+_lock = threading.Lock()
+_held: OrderedDict[tuple, Held] = OrderedDict()
+
+
+def clear() -> None:
+    with _lock:
+        _held.clear()
+
+
+@dataclass(frozen=True)
+class ScopePieces:
+    """The ids of the pieces of ``model`` a scope may show now, ascending, and the scope's statement (the key)."""
+
+    ids: np.ndarray
+    key: tuple
+
+
+def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
+    """The scope's pieces of ``model``; None when there are more than ``CACHE_MAX_PIECES``."""
+    pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__"))
+    # Unordered, so that a large scope stops at the limit instead of sorting every piece first.
+    ids = np.fromiter(pieces.order_by().values_list("id", flat=True)[: CACHE_MAX_PIECES + 1], dtype=np.int64)
+    if len(ids) > CACHE_MAX_PIECES:
+        return None
+    ids.sort()
+    sql, params = pieces.query.sql_with_params()
+    return ScopePieces(ids=ids, key=(model, sql, tuple(map(str, params))))
+
+
+def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: float) -> list[tuple[int, int, float]]:
+    """(message id, its best piece's id, similarity) of the ``k`` messages nearest to ``vector``, best first."""
+    query = np.asarray(vector, dtype=FLOAT32)
+    ids = pieces.ids
+    held = _vectors(key=(*pieces.key, len(query)), ids=ids, width=len(query))
+    norm = float(np.linalg.norm(query))
+    if not len(ids) or norm == 0:
+        return []
+    scores = np.where(held.live, held.matrix @ (query / norm), -np.inf)
+    found: list[tuple[int, int, float]] = []
+    seen: set[int] = set()
+    for index in np.argsort(-scores, kind="stable"):
+        score = float(scores[index])
+        if score < min_score:
+            break
+        message_id = int(held.messages[index])
+        if message_id not in seen:
+            seen.add(message_id)
+            found.append((message_id, int(held.ids[index]), score))
+            if len(found) == k:
+                break
+    return found
+
+
+def _vectors(*, key: tuple, ids: np.ndarray, width: int) -> Held:
+    """The held vectors of exactly ``ids``, reading the ones not held yet."""
+    with _lock:
+        held = _held.get(key)
+        if held is not None:
+            _held.move_to_end(key)
+    if held is not None and np.array_equal(held.ids, ids):
+        return held
+    if held is not None:
+        at = np.clip(np.searchsorted(held.ids, ids), 0, max(0, len(held.ids) - 1))
+        known = held.ids[at] == ids if len(held.ids) else np.zeros(len(ids), dtype=bool)
+    else:
+        at, known = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
+    messages = np.zeros(len(ids), dtype=np.int64)
+    matrix = np.zeros((len(ids), width), dtype=FLOAT32)
+    if held is not None and known.any():
+        messages[known] = held.messages[at[known]]
+        matrix[known] = held.matrix[at[known]]
+    missing = ids[~known]
+    if len(missing):
+        rows = Chunk.objects.filter(id__in=missing.tolist()).values_list("id", "message_id", "embedding")
+        read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in rows}
+        for index in np.flatnonzero(~known):
+            message_id, embedding = read.get(int(ids[index]), (0, None))
+            messages[index] = message_id
+            if embedding is not None and len(embedding) == width:  # another width: another model's, never a match
+                row = np.asarray(embedding, dtype=FLOAT32)
+                length = float(np.linalg.norm(row))
+                matrix[index] = row / length if length else row
+    fresh = Held(ids=ids, messages=messages, matrix=matrix, live=np.any(matrix != 0, axis=1))
+    with _lock:
+        _held[key] = fresh
+        _held.move_to_end(key)
+        while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
+            _held.popitem(last=False)
+    return fresh
