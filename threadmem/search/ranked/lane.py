@@ -41,8 +41,8 @@ RANKED_TOP_K = 150
 KEYWORD_PIECES_PER_RESULT = 2
 # The first RANKED_FULL_ENTRIES entries show this much of their piece, where its
 # query words weigh most; the later ones a shorter window: what limits the lane
-# is how many entries fit in the room (docs/search.md, "How the 12,000
-# characters are shared").
+# is how many entries fit in the room (docs/search.md,
+# "How the 12,000 characters are shared").
 RANKED_WINDOW_CHARS = 300
 RANKED_WINDOW_LEAD = 60
 RANKED_FULL_ENTRIES = 10
