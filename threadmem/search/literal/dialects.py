@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 
 from threadmem.lib.terms import fold
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.tuning import SearchTuning
 
 
 class Dialect:
@@ -289,16 +290,29 @@ _PROBE_SQL = (
     "AND o.opcname = 'threadmem_trgm_ops'), "
     "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL "
     f"AND {TOKENS_FUNCTION_SQL}, "
-    "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL"
+    "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL, "
+    "(SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search')"
 )
 
 
-def _probe() -> tuple[bool, bool, bool]:
-    """PostgreSQL: (threadmem_search serves the trigram indexes, the token indexes exist, the link function exists).
+@dataclass(frozen=True)
+class DatabaseCapabilities:
+    """What the database offers search, whatever the settings make of it (``dialect`` applies them)."""
+
+    vendor: str
+    trigram_ops: bool = False  # threadmem_search's operator class serves both trigram indexes
+    token_indexes: bool = False  # both token indexes, and threadmem_tokens of TOKENS_VERSION or later
+    link_function: bool = False  # threadmem_hit_link (links.py)
+    extension_version: str | None = None  # threadmem_search's installed version; None: not installed
+
+
+def _probe() -> tuple[bool, bool, bool, str | None]:
+    """PostgreSQL: (trigram_ops, token_indexes, link_function, extension_version) of ``DatabaseCapabilities``.
 
     Probed once per database connection, on the driver's own cursor like the
     connection's other setup (not one of a search's statements), and again
-    after migrations (apps.py), which may add or remove any of them.
+    after migrations (apps.py) or the token index command, which may add or
+    remove any of them (both clear ``connection.threadmem_search_extension``).
     """
     connection.ensure_connection()
     raw = connection.connection
@@ -306,27 +320,34 @@ def _probe() -> tuple[bool, bool, bool]:
     if probed is None or probed[0] is not raw:
         with raw.cursor() as cursor:
             cursor.execute(_PROBE_SQL)
-            found = tuple(bool(value) for value in cursor.fetchone())
-        probed = (raw, *found)
+            found = cursor.fetchone()
+        probed = (raw, *(bool(value) for value in found[:3]), found[3])
         connection.threadmem_search_extension = probed
-    return probed[1], probed[2], probed[3]
+    return probed[1:]
+
+
+def capabilities() -> DatabaseCapabilities:
+    """The database's capabilities: every module of search reads them here, none probes on its own."""
+    if connection.vendor == "postgresql":
+        return DatabaseCapabilities(connection.vendor, *_probe())
+    return DatabaseCapabilities(connection.vendor)
 
 
 def has_search_extension() -> bool:
     """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it)."""
-    return settings.THREADMEM_SEARCH_PG_EXTENSION and _probe()[0]
+    return SearchTuning.from_settings().pg_extension and capabilities().trigram_ops
 
 
-def has_token_indexes() -> bool:
-    """PostgreSQL: whether a global search narrows with the token indexes (THREADMEM_SEARCH_TOKENS, and they exist)."""
-    return settings.THREADMEM_SEARCH_TOKENS and _probe()[1]
-
-
-def dialect() -> Dialect:
-    if connection.vendor == "postgresql":
+def dialect(tuning: SearchTuning | None = None) -> Dialect:
+    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses them."""
+    found = capabilities()
+    if found.vendor == "postgresql":
+        tuning = tuning or SearchTuning.from_settings()
         return PostgresDialect(
-            has_extension=has_search_extension(), has_tokens=has_token_indexes(), has_link_function=_probe()[2]
+            has_extension=tuning.pg_extension and found.trigram_ops,
+            has_tokens=tuning.tokens and found.token_indexes,
+            has_link_function=found.link_function,
         )
-    if connection.vendor == "sqlite":
+    if found.vendor == "sqlite":
         return SqliteDialect()
-    raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")
+    raise NotImplementedError(f"search_memory does not support the {found.vendor} backend")

@@ -3,12 +3,12 @@
 Each statement selects ids, metadata and a length bound per matching field
 (``MatchRow``); text leaves the database only in the windows of small fields
 that could be listed (``with_small_windows``). Which statement runs is the
-plan's choice (``plan.py``).
+plan's choice (``plan.py``): this module writes it, deciding nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from django.db import connection
@@ -27,7 +27,8 @@ from threadmem.search.literal import newest, owner
 from threadmem.search.literal.dialects import Dialect, like_contains
 from threadmem.search.literal.filters import candidate_filter_sql, hit_filter_sql, scope_sql, searchable_sql
 from threadmem.search.literal.links import link_sql
-from threadmem.search.literal.tokens import common_words, newest_first_terms, token_branch, token_terms
+from threadmem.search.literal.plan import Branch, TermPlan, index_term_plans
+from threadmem.search.literal.tokens import common_words, token_branch
 
 
 class MatchRow(NamedTuple):
@@ -101,79 +102,51 @@ def index_match_sql(
     spelled: Mapping[int, str] | None = None,
     start: tuple[int, int, int] | None = None,
     window: bool = False,
+    planned: Sequence[TermPlan] | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope through the trigram indexes (``Dialect.matches``).
+    """Every (term, field) match in the scope through the indexes, each term as ``planned`` says
+    (default: ``plan.index_term_plans``, with the owner's window when ``window``).
 
     ``spelled`` maps a term's index to the thread's spelling of it
-    (``spellings``), tried in content before the regex. ``window``: an
-    owner's newest messages first, the indexes for older ones (``owner.py``).
+    (``spellings``), tried in content before the regex.
     """
-    narrow = not scope.is_global
-
-    def indexed(column: str, term: str) -> tuple[str, list[Any]]:
-        condition, pattern = dialect.matches(column, term, narrow=narrow)
-        return condition, [pattern]
-
-    # The global scope: per term, the token index where the term allows it
-    # (exact posting lists, tokens.py), else the trigram index; and over every
-    # thread, a word the statistics call common newest first with no index.
-    tokens = {} if narrow else token_terms(list(terms), dialect)
-    every_thread = scope.is_global and scope.readable_thread_ids is None
-    newest_first = newest_first_terms(list(terms), dialect) if every_thread else frozenset()
-    return _match_sql(
-        scope,
-        terms,
-        dialect,
-        indexed,
-        spelled=spelled,
-        start=start,
-        tokens=tokens,
-        window=window,
-        newest_first=newest_first,
-    )
+    if planned is None:
+        planned = index_term_plans(scope, terms, dialect, window=window)
+    return _match_sql(scope, planned, dialect, spelled=spelled, start=start)
 
 
 def scan_match_sql(
     scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
-
-    def scanned(column: str, term: str) -> tuple[str, list[Any]]:
-        condition, pattern = dialect.scan_matches(column, term)
-        return condition, [pattern]
-
-    return _match_sql(scope, terms, dialect, scanned, spelled=None, start=start)
+    return _match_sql(scope, [TermPlan(term, Branch.SCAN, "") for term in terms], dialect, spelled=None, start=start)
 
 
 def _match_sql(
     scope: SearchScope,
-    terms: Sequence[str],
+    planned: Sequence[TermPlan],
     dialect: Dialect,
-    condition: Callable[[str, str], tuple[str, list[Any]]],
     *,
     spelled: Mapping[int, str] | None,
     start: tuple[int, int, int] | None,
-    tokens: Mapping[int, str] | None = None,
-    window: bool = False,
-    newest_first: frozenset[int] = frozenset(),
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
+    """Every (term, field) match in the scope, each term's branches written as its ``TermPlan.branch`` says.
 
     One ``UNION ALL`` branch per term and field kind, so each branch is one
     indexable condition evaluated once per row. In the global scope each
     branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first, and a term's
     argument branch no later than its content branch's last row
     (``_not_older_than_content_sql``); in a thread's scope it counts them
-    all. ``tokens``: the global scope's terms the token index narrows, with
-    their tsquery (``tokens.py`` builds their branches).
-    ``window``: each term's hits in the owner's newest messages come first,
-    its branches read only older ones, and only while it lacks hits
-    (``owner.py``); a term of ``tokens`` goes to its exact posting list only.
-    ``newest_first``: the terms whose content branch tests each field with
-    ``Dialect.scan_matches``, which no index serves, so that it reads newest
-    first until the limit (``tokens.newest_first_terms``); two or more of
-    them share one such read (``newest.py``).
+    all. ``Branch.TOKEN``: the term's exact posting lists (``tokens.py``).
+    ``Branch.WINDOW``: the term's hits in the owner's newest messages come
+    first, its branches read only older ones, and only while it lacks hits
+    (``owner.py``). ``Branch.NEWEST``: the content branch tests each field
+    with ``Dialect.scan_matches``, which no index serves, so that it reads
+    newest first until the limit; ``Branch.SHARED_NEWEST`` terms share one
+    such read (``newest.py``).
     """
+    terms = [term.term for term in planned]
+    branch_of = [term.branch for term in planned]
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = searchable_sql("m")
     scopes = {
@@ -186,11 +159,8 @@ def _match_sql(
     params: list[Any] = []
     # Each kind's selected columns, the same in every branch of it.
     listed = {kind: columns.format(min_chars=dialect.min_chars(column)) for kind, column, columns, *_ in _FIELD_KINDS}
-    # The window serves the terms the token index does not narrow (owner.py).
-    windowed = {index for index in range(len(terms)) if window and index not in (tokens or {})}
-    ctes = [owner.window_sql(scope)] if windowed else []
-    # Two or more common words share one newest-first read of the content (newest.py).
-    shared = newest_first if limit and len(newest_first) > 1 else frozenset()
+    ctes = [owner.window_sql(scope)] if Branch.WINDOW in branch_of else []
+    shared = frozenset(index for index, branch in enumerate(branch_of) if branch == Branch.SHARED_NEWEST)
     if shared:
         where, where_params = scopes["content"]
         rows = newest.stream_rows(terms, shared, common_words())
@@ -205,30 +175,31 @@ def _match_sql(
                 rows=rows,
             )
         )
-    for index, term in enumerate(terms):
-        if index in windowed:
+    narrow = not scope.is_global
+    for index, (term, branch_kind) in enumerate(zip(terms, branch_of, strict=True)):
+        if branch_kind == Branch.WINDOW:
             ctes += owner.term_window_sql(index, term, dialect, **listed)
             branches.append(f"SELECT * FROM w{index}")
         for kind, column, _columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
             selected = listed[kind]
-            if index in windowed:
+            if branch_kind == Branch.WINDOW:
                 where = f"{where} AND {owner.before_window_sql(index)}"
             if kind == "argument" and limit:
-                where = f"{where} AND {_not_older_than_content_sql(index, indexed=index not in (tokens or {}))}"
-            if tokens and index in tokens and limit:
+                where = f"{where} AND {_not_older_than_content_sql(index, indexed=branch_kind != Branch.TOKEN)}"
+            if branch_kind == Branch.TOKEN:
                 branch, branch_params = token_branch(
                     kind,
                     index,
                     term,
-                    tokens[index],
+                    planned[index].query,
                     dialect,
                     columns=selected,
                     where=f"{where} AND {searchable}",
                     where_params=[*where_params, *searchable_params],
                     limit=limit,
                 )
-            elif kind == "content" and index in shared:
+            elif kind == "content" and branch_kind == Branch.SHARED_NEWEST:
                 branch, branch_params = newest.term_branch(
                     index,
                     term,
@@ -239,11 +210,11 @@ def _match_sql(
                     limit=limit,
                 )
             else:
-                if kind == "content" and index in newest_first:
+                if branch_kind == Branch.SCAN or (kind == "content" and branch_kind == Branch.NEWEST):
                     match, pattern = dialect.scan_matches(column, term)
-                    match_params = [pattern]
                 else:
-                    match, match_params = condition(column, term)
+                    match, pattern = dialect.matches(column, term, narrow=narrow)
+                match_params = [pattern]
                 if kind == "content" and spelled and index in spelled:
                     match = f"({column} LIKE %s OR {match})"
                     match_params = [like_contains(spelled[index]), *match_params]
