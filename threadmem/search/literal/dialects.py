@@ -284,6 +284,8 @@ TOKENS_FUNCTION_SQL = (
     "false)"
 )
 
+# The token indexes (tokens.TOKEN_INDEXES says on what).
+TOKEN_INDEX_NAMES = ("message_content_tokens", "toolarg_value_tokens")
 _PROBE_SQL = (
     "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
     "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
@@ -291,7 +293,8 @@ _PROBE_SQL = (
     "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL "
     f"AND {TOKENS_FUNCTION_SQL}, "
     "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL, "
-    "(SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search')"
+    "(SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'), "
+    f"{TOKENS_FUNCTION_SQL}, " + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in TOKEN_INDEX_NAMES)
 )
 
 
@@ -304,10 +307,12 @@ class DatabaseCapabilities:
     token_indexes: bool = False  # both token indexes, and threadmem_tokens of TOKENS_VERSION or later
     link_function: bool = False  # threadmem_hit_link (links.py)
     extension_version: str | None = None  # threadmem_search's installed version; None: not installed
+    tokens_function: bool = False  # threadmem_tokens of TOKENS_VERSION or later
+    token_index_names: frozenset[str] = frozenset()  # the token indexes that exist, all or some
 
 
-def _probe() -> tuple[bool, bool, bool, str | None]:
-    """PostgreSQL: (trigram_ops, token_indexes, link_function, extension_version) of ``DatabaseCapabilities``.
+def _probe() -> tuple[Any, ...]:
+    """PostgreSQL: the fields of ``DatabaseCapabilities`` after ``vendor``, in order.
 
     Probed once per database connection, on the driver's own cursor like the
     connection's other setup (not one of a search's statements), and again
@@ -321,13 +326,19 @@ def _probe() -> tuple[bool, bool, bool, str | None]:
         with raw.cursor() as cursor:
             cursor.execute(_PROBE_SQL)
             found = cursor.fetchone()
-        probed = (raw, *(bool(value) for value in found[:3]), found[3])
+        names = frozenset(name for name, exists in zip(TOKEN_INDEX_NAMES, found[5:], strict=True) if exists)
+        probed = (raw, *(bool(value) for value in found[:3]), found[3], bool(found[4]), names)
         connection.threadmem_search_extension = probed
     return probed[1:]
 
 
-def capabilities() -> DatabaseCapabilities:
-    """The database's capabilities: every module of search reads them here, none probes on its own."""
+def capabilities(*, fresh: bool = False) -> DatabaseCapabilities:
+    """The database's capabilities: every module of search reads them here, none probes on its own.
+
+    ``fresh``: probe again now (the token index command reports the database as it is).
+    """
+    if fresh:
+        connection.threadmem_search_extension = None
     if connection.vendor == "postgresql":
         return DatabaseCapabilities(connection.vendor, *_probe())
     return DatabaseCapabilities(connection.vendor)
