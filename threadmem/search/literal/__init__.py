@@ -2,9 +2,9 @@
 
 1. The match statement (``match.py``): which (term, field) pairs match, newest
    first, as small rows; small fields that could be listed get their windows
-   with it. ``plan.py`` chooses how it matches (a scan of the scope's rows or
-   the trigram indexes, with or without a time budget) and what follows when
-   a budget runs out: in a thread too large to scan on PostgreSQL one more
+   with it. ``plan.py`` decides how it matches (``SearchPlan``: the statements'
+   shape and, per term, its branch and why), ``run_plan`` below runs it, and
+   ``match.py`` writes what it says. When a budget runs out: in a thread too large to scan on PostgreSQL one more
    statement runs first (``spellings``, without threadmem_search) or after (a
    scan, with it, when the index ran out of time); a global search on
    PostgreSQL falls back to the newest messages.
@@ -14,7 +14,9 @@
    every window the listing needs.
 
 ``dialects.py`` says how each database matches literally and
-case-insensitively, ``filters.py`` holds the rules every statement shares.
+case-insensitively, and holds the database's capabilities (``capabilities``:
+probed once per connection); every knob comes from ``SearchTuning``, read once
+per search. ``filters.py`` holds the rules every statement shares.
 Measurements and history: docs/search.md.
 """
 
