@@ -85,7 +85,6 @@ def literal_search(
         return literal_part([], terms, {}, candidate_count=0)
     tuning = SearchTuning.from_settings()
     dialect = dialects.dialect(tuning)
-    dialect.prepare()
     plan = plan_search(scope, terms, dialect, tuning)
     key = start.key if start is not None else None
     started = time.perf_counter()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection
 
@@ -116,6 +116,42 @@ class Dialect:
 
     def prepare(self) -> None:
         """Make the connection ready for the statements below."""
+
+    def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
+        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
+        columns = ("m.content", "a.value")
+        return StatementSql(
+            [
+                TermSql(
+                    self.pattern(term),
+                    self.needle(term),
+                    {column: self.matches(column, term, narrow=narrow) for column in columns},
+                    {column: self.scan_matches(column, term) for column in columns},
+                )
+                for term in terms
+            ],
+            {column: self.min_chars(column) for column in columns},
+            self.least(
+                self.least(self.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
+            ),
+            self.window("w.body", "w.pos", "w.needle"),
+            self.position("v.body", "v.pattern", "v.needle"),
+        )
+
+
+class TermSql(NamedTuple):
+    pattern: str  # Dialect.pattern
+    needle: str | None  # Dialect.needle
+    matches: dict[str, tuple[str, Any]]  # by column: Dialect.matches
+    scans: dict[str, tuple[str, Any]]  # by column: Dialect.scan_matches
+
+
+class StatementSql(NamedTuple):
+    terms: list[TermSql]
+    min_chars: dict[str, str]  # by column: Dialect.min_chars
+    least_window: str  # windows.min_window_chars in SQL, over u.min_chars and t.length
+    window: str  # the window of w.body at w.pos
+    position: str  # the term's position in v.body
 
 
 class PostgresDialect(Dialect):
@@ -274,17 +310,14 @@ def trigram_pattern(term: str) -> str:
     return f"%{''.join(marked)}%"
 
 
-# Both trigram indexes are threadmem_search's operator class (migration 0007);
-# both token indexes exist (migration 0014); the link function exists (links.py).
-# threadmem_tokens as lib/tokens.py describes it, junctions second run first: threadmem_search 1.3 or
-# later (migrations 0015 and 0017 rebuilt a token index built before). Unknown versions are assumed later.
+# threadmem_tokens as lib/tokens.py describes it: threadmem_search 1.3 or later (migrations 0015 and 0017
+# rebuilt a token index built before); unknown versions are assumed later.
 TOKENS_VERSION = "1.3"
 TOKENS_FUNCTION_SQL = (
     "coalesce((SELECT extversion NOT IN ('1.0', '1.1', '1.2') FROM pg_extension WHERE extname = 'threadmem_search'), "
     "false)"
 )
 
-# The token indexes (tokens.TOKEN_INDEXES says on what).
 TOKEN_INDEX_NAMES = ("message_content_tokens", "toolarg_value_tokens")
 _PROBE_SQL = (
     "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
@@ -314,10 +347,8 @@ class DatabaseCapabilities:
 def _probe() -> tuple[Any, ...]:
     """PostgreSQL: the fields of ``DatabaseCapabilities`` after ``vendor``, in order.
 
-    Probed once per database connection, on the driver's own cursor like the
-    connection's other setup (not one of a search's statements), and again
-    after migrations (apps.py) or the token index command, which may add or
-    remove any of them (both clear ``connection.threadmem_search_extension``).
+    Once per connection, on the driver's cursor (not one of a search's statements); again after migrations
+    (apps.py) or the token index command, which clear ``connection.threadmem_search_extension``.
     """
     connection.ensure_connection()
     raw = connection.connection
@@ -350,7 +381,8 @@ def has_search_extension() -> bool:
 
 
 def dialect(tuning: SearchTuning | None = None) -> Dialect:
-    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses them."""
+    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses
+    them, the connection made ready for it (``Dialect.prepare``)."""
     found = capabilities()
     if found.vendor == "postgresql":
         tuning = tuning or SearchTuning.from_settings()
@@ -360,5 +392,7 @@ def dialect(tuning: SearchTuning | None = None) -> Dialect:
             has_link_function=found.link_function,
         )
     if found.vendor == "sqlite":
-        return SqliteDialect()
+        sqlite = SqliteDialect()
+        sqlite.prepare()
+        return sqlite
     raise NotImplementedError(f"search_memory does not support the {found.vendor} backend")

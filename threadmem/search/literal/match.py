@@ -18,14 +18,12 @@ from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     SEARCH_COUNT_LIMIT,
     THREAD_LITERAL_MAX_CHARS,
-    WINDOW_CHARS,
-    WINDOW_LEAD,
     hit_header,
 )
 from threadmem.search.hits import Candidate
 from threadmem.search.literal import newest, owner
-from threadmem.search.literal.dialects import Dialect, like_contains
-from threadmem.search.literal.filters import candidate_filter_sql, hit_filter_sql, scope_sql, searchable_sql
+from threadmem.search.literal.dialects import Dialect, StatementSql, like_contains
+from threadmem.search.literal.filters import StatementFilters, statement_filters
 from threadmem.search.literal.links import link_sql
 from threadmem.search.literal.plan import Branch, TermPlan, index_term_plans
 from threadmem.search.literal.tokens import common_words, token_branch
@@ -147,18 +145,16 @@ def _match_sql(
     """
     terms = [term.term for term in planned]
     branch_of = [term.branch for term in planned]
-    limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
-    searchable, searchable_params = searchable_sql("m")
-    scopes = {
-        "content": _and(scope_sql(scope, dialect, message="m"), hit_filter_sql(scope, message="m")),
-        "argument": _and(
-            scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")
-        ),
-    }
+    is_global = scope.is_global
+    limit = SEARCH_COUNT_LIMIT + 1 if is_global else None
+    filters = statement_filters(scope, dialect)
+    searchable, searchable_params = filters.searchable
+    scopes = {"content": filters.content, "argument": filters.argument}
     branches = []
     params: list[Any] = []
+    sql = dialect.statement_sql(terms, narrow=not is_global)
     # Each kind's selected columns, the same in every branch of it.
-    listed = {kind: columns.format(min_chars=dialect.min_chars(column)) for kind, column, columns, *_ in _FIELD_KINDS}
+    listed = {kind: columns.format(min_chars=sql.min_chars[column]) for kind, column, columns, *_ in _FIELD_KINDS}
     ctes = [owner.window_sql(scope)] if Branch.WINDOW in branch_of else []
     shared = frozenset(index for index, branch in enumerate(branch_of) if branch == Branch.SHARED_NEWEST)
     if shared:
@@ -175,7 +171,6 @@ def _match_sql(
                 rows=rows,
             )
         )
-    narrow = not scope.is_global
     for index, (term, branch_kind) in enumerate(zip(terms, branch_of, strict=True)):
         if branch_kind == Branch.WINDOW:
             ctes += owner.term_window_sql(index, term, dialect, **listed)
@@ -211,9 +206,9 @@ def _match_sql(
                 )
             else:
                 if branch_kind == Branch.SCAN or (kind == "content" and branch_kind == Branch.NEWEST):
-                    match, pattern = dialect.scan_matches(column, term)
+                    match, pattern = sql.terms[index].scans[column]
                 else:
-                    match, pattern = dialect.matches(column, term, narrow=narrow)
+                    match, pattern = sql.terms[index].matches[column]
                 match_params = [pattern]
                 if kind == "content" and spelled and index in spelled:
                     match = f"({column} LIKE %s OR {match})"
@@ -234,11 +229,7 @@ def _match_sql(
     if ctes:
         matches = f"WITH {', '.join(sql for sql, _ in ctes)} {matches}"
         params = [*(param for _, cte_params in ctes for param in cte_params), *params]
-    return with_small_windows(matches, params, terms, dialect, scope=scope, start=start)
-
-
-def _and(*parts: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
-    return " AND ".join(sql for sql, _ in parts), [param for _, params in parts for param in params]
+    return with_small_windows(matches, params, terms, dialect, scope=scope, start=start, sql=sql, filters=filters)
 
 
 def _not_older_than_content_sql(index: int, *, indexed: bool) -> str:
@@ -282,6 +273,8 @@ def with_small_windows(
     *,
     scope: SearchScope,
     start: tuple[int, int, int] | None = None,
+    sql: StatementSql | None = None,
+    filters: StatementFilters | None = None,
 ) -> tuple[str, list[Any]]:
     """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
 
@@ -302,15 +295,14 @@ def with_small_windows(
     it on get windows, counted from it. Each row with a window also gets its
     tool and other half (``links.link_sql``).
     """
-    # min_window_chars, in SQL.
-    least_window = dialect.least(
-        dialect.least(dialect.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
-    )
-    cost = f"{_HEADER_CHARS_AT_LEAST} + {least_window}"
+    # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
+    sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
+    filters = filters or statement_filters(scope, dialect)
+    cost = f"{_HEADER_CHARS_AT_LEAST} + {sql.least_window}"
     rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
     terms_params: list[Any] = []
     for index, term in enumerate(terms):
-        terms_params += [index, dialect.pattern(term), dialect.needle(term), len(term)]
+        terms_params += [index, sql.terms[index].pattern, sql.terms[index].needle, len(term)]
     after, after_params = "1 = 1", []
     if start is not None:
         term, negative_message_id, arg_id = start
@@ -323,7 +315,7 @@ def with_small_windows(
     )
     # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
     # window do not apply them (a no-op "1 = 1" without filters).
-    filtered, filtered_params = candidate_filter_sql(scope, "u")
+    filtered, filtered_params = filters.candidates
     body = (
         "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
         "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
@@ -331,11 +323,11 @@ def with_small_windows(
     statement = (
         f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
         "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
-        f"CASE WHEN w.pos > 0 THEN {dialect.window('w.body', 'w.pos', 'w.needle')} END, "
+        f"CASE WHEN w.pos > 0 THEN {sql.window} END, "
         f"{links} "
         "FROM ("
         "SELECT v.*, "
-        f"CASE WHEN v.body IS NOT NULL THEN {dialect.position('v.body', 'v.pattern', 'v.needle')} END AS pos "
+        f"CASE WHEN v.body IS NOT NULL THEN {sql.position} END AS pos "
         "FROM ("
         f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s AND s.after = 1 THEN {body} || '' END AS body "
         "FROM ("
