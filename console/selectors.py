@@ -346,3 +346,25 @@ def tool_call_chart_points(calls: QuerySet[ToolCall]) -> list[tuple[datetime, in
     )
     points.reverse()
     return points
+
+
+# What an operator reads of a search's coverage (search/hits.py Coverage).
+_COVERAGE_WORDS = {"all": "complete", "recent": "newest messages only", "none": "out of time"}
+
+
+def plan_lines(plan: dict[str, Any] | None) -> list[str]:
+    """A search's executed plan (ToolCall.plan), one line per term: why, the branch, the coverage, the time.
+
+    The terms share one match statement, so the milliseconds are the statement's (with its fallback's).
+    """
+    if not plan:
+        return []
+    coverage = _COVERAGE_WORDS.get(plan.get("coverage", ""), plan.get("coverage", ""))
+    ms = plan.get("ms", 0.0)
+    took = f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+    matched = plan.get("matched_by", "")
+    fell_back = "" if matched in ("index", "spelled", "") or plan.get("plan") == "scan" else f" (matched by {matched})"
+    return [
+        f"{term['term']!r} ({term['reason']}): {term['branch']}, {coverage}{fell_back}, {took}"
+        for term in plan.get("terms", ())
+    ]

@@ -22,4 +22,5 @@ urlpatterns = [
     path("messages/<int:message_id>/isolation/", views.message_isolation, name="message-isolation"),
     path("search/", views.search, name="search"),
     path("tool-calls/", views.tool_calls, name="tool-calls"),
+    path("tool-calls/<int:call_id>/", views.tool_call, name="tool-call"),
 ]

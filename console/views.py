@@ -19,7 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -324,3 +324,11 @@ def tool_calls(request: HttpRequest) -> HttpResponse:
             "nav": "tool_calls",
         },
     )
+
+
+@require_GET
+@staff_required
+def tool_call(request: HttpRequest, call_id: int) -> HttpResponse:
+    call = get_object_or_404(ToolCall.objects.select_related("thread", "caller"), pk=call_id)
+    context = {"call": call, "plan": selectors.plan_lines(call.plan), "nav": "tool_calls"}
+    return render(request, "console/tool_call.html", context)

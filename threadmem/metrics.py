@@ -62,6 +62,13 @@ SEARCH_COMPLETENESS = Counter(
     ["scope", "plan", "completeness"],
     registry=REGISTRY,
 )
+SEARCH_TERM_BRANCHES = Counter(
+    "threadmem_search_term_branches",
+    "search_memory terms searched, by scope, plan and the branch the plan gave each (scan, trigram index, "
+    "token index, newest first, shared newest first, owner's window, then trigram index).",
+    ["scope", "plan", "branch"],
+    registry=REGISTRY,
+)
 COMPACTION_SECONDS = Histogram(
     "threadmem_compaction_seconds",
     "Compaction attempts in a worker: seconds per attempt, by outcome (succeeded, failed, retry, skipped, busy).",

@@ -167,6 +167,13 @@ def test_an_admin_browses_searches_and_isolates(live_server, admin, deploy):
         assert page.locator("table.calls-table tbody tr").count() == 3
         screenshot(page, "11-tool-calls")
 
+        page.locator("table.calls-table tbody tr").first.locator("td a").first.click()
+        # The newest call searched "rollout" in the thread: its plan, term by term.
+        plan = page.locator(".plan-card li.plan-line").first
+        assert plan.is_visible()
+        assert re.match(r"'rollout' \(.+\): scan, complete, [0-9.]+ ms$", plan.inner_text())
+        screenshot(page, "12-tool-call-plan")
+
 
 def test_compact_now_shows_the_outcome(live_server, operator, deploy):
     base = live_server.url

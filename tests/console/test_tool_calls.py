@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import escape
 
 import pytest
 from django.utils import timezone
 
 from console.selectors import TOOL_CALLS_PER_PAGE
-from tests.support.factories import make_thread
+from tests.support.factories import append, make_thread
 from threadmem.models import ToolCall
+from threadmem.search import search_memory
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 
 URL = "/console/tool-calls/"
@@ -132,3 +134,25 @@ def test_it_renders_the_log_in_a_fixed_number_of_queries(
     with django_assert_num_queries(6):
         response = operator_console.get(URL, {"truncated": "", "tool": "search_memory"})
     assert len(listed(response)) == count
+
+
+def test_a_calls_page_shows_its_search_plan_term_by_term(operator_console, owner, thread):
+    append(thread, {"role": "user", "content": "kubectl rollout status deploy/web"})
+    search_memory(user=owner, query="kubectl rollout", channel=thread.channel)
+    call = ToolCall.objects.get()
+    listing = operator_console.get(URL).content.decode()
+    assert f'href="/console/tool-calls/{call.id}/"' in listing
+    page = operator_console.get(f"{URL}{call.id}/")
+    lines = page.context["plan"]
+    # A one-message thread is scanned on either database; the terms share the statement's time.
+    assert [line.split(" (")[0] for line in lines] == ["'kubectl rollout'", "'kubectl'", "'rollout'"]
+    assert all(re.search(r"\): scan, complete, [0-9.]+ ms$", line) for line in lines)
+    assert escape(lines[0]) in page.content.decode()
+
+
+def test_a_call_without_a_plan_and_an_unknown_call(operator_console, owner_console, calls):
+    page = operator_console.get(f"{URL}{calls['b'].id}/")
+    assert page.status_code == 200 and page.context["plan"] == []
+    assert "plan-card" not in page.content.decode()
+    assert operator_console.get(f"{URL}999999/").status_code == 404
+    assert owner_console.get(f"{URL}{calls['b'].id}/").status_code in (302, 403)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from threadmem.search.cursor import CursorPosition, listing_key
 
@@ -88,6 +88,7 @@ class LiteralPart:
     coverage: Coverage = Coverage.ALL
     matched_by: MatchedBy = MatchedBy.NONE
     plan: str = ""  # the plan that ran (literal/plan.py MatchPlan); "" when none did (no terms)
+    executed: dict[str, Any] | None = None  # the plan that ran, per term, as the tool-call log keeps it
     next_position: CursorPosition | None = None  # where the next page starts (cursor.py); None: nothing left
     next_cursor: str | None = None  # the signed next_position, as the more-hits line shows it
 

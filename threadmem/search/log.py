@@ -95,8 +95,13 @@ class LoggedCall:
         truncated: bool = False,
         status_code: int = 200,
         latency_ms: float | None = None,
+        plan: dict[str, Any] | None = None,
     ) -> ToolCall:
-        """Write the call's ToolCall row; ``latency_ms`` defaults to the time since the call started."""
+        """Write the call's ToolCall row; ``latency_ms`` defaults to the time since the call started.
+
+        ``plan``: search_memory's executed plan (``literal.executed_plan``); its terms are the query's, checked
+        storable before any search runs.
+        """
         if self.surface not in ToolCall.Surface.values:
             raise ValueError(f"unknown surface {self.surface!r}; one of {', '.join(ToolCall.Surface.values)}")
         if latency_ms is None:
@@ -113,6 +118,7 @@ class LoggedCall:
             truncated=truncated,
             latency_ms=round(latency_ms, 3),
             status_code=status_code,
+            plan=plan,
         )
         if connection.vendor == "postgresql" and connection.get_autocommit():
             _insert_async_commit(row)

@@ -1,4 +1,5 @@
-"""search_memory's figures for /metrics (threadmem/metrics.py): latency by scope and plan, and completeness."""
+"""search_memory's figures for /metrics (threadmem/metrics.py): latency by scope and plan, completeness, and the
+branch each term took (literal/plan.py Branch)."""
 
 from __future__ import annotations
 
@@ -24,3 +25,5 @@ def search_observed(*, scope: SearchScope, literal: LiteralPart, started: float)
     labels = {"scope": scope_label(scope), "plan": literal.plan or "none"}
     metrics.SEARCH_SECONDS.labels(**labels).observe(time.perf_counter() - started)
     metrics.SEARCH_COMPLETENESS.labels(**labels, completeness=COMPLETENESS[literal.coverage]).inc()
+    for term in (literal.executed or {}).get("terms", ()):
+        metrics.SEARCH_TERM_BRANCHES.labels(**labels, branch=term["branch"]).inc()

@@ -171,5 +171,6 @@ def search_memory(
         hits_shown=result.literal_hits_shown,
         chars_returned=len(text),
         truncated=truncated,
+        plan=literal.executed,
     )
     return result

@@ -2,9 +2,9 @@
 
 1. The match statement (``match.py``): which (term, field) pairs match, newest
    first, as small rows; small fields that could be listed get their windows
-   with it. ``plan.py`` chooses how it matches (a scan of the scope's rows or
-   the trigram indexes, with or without a time budget) and what follows when
-   a budget runs out: in a thread too large to scan on PostgreSQL one more
+   with it. ``plan.py`` decides how it matches (``SearchPlan``: the statements'
+   shape and, per term, its branch and why), ``run_plan`` below runs it, and
+   ``match.py`` writes what it says. When a budget runs out: in a thread too large to scan on PostgreSQL one more
    statement runs first (``spellings``, without threadmem_search) or after (a
    scan, with it, when the index ran out of time); a global search on
    PostgreSQL falls back to the newest messages.
@@ -14,20 +14,25 @@
    every window the listing needs.
 
 ``dialects.py`` says how each database matches literally and
-case-insensitively, ``filters.py`` holds the rules every statement shares.
+case-insensitively, and holds the database's capabilities (``capabilities``:
+probed once per connection); every knob comes from ``SearchTuning``, read once
+per search. ``filters.py`` holds the rules every statement shares.
 Measurements and history: docs/search.md.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from typing import Any, NamedTuple, assert_never
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
 from threadmem.search.cursor import CursorPosition
-from threadmem.search.hits import Candidate, Coverage, LiteralPart
+from threadmem.search.hits import Candidate, Coverage, LiteralPart, MatchedBy
 from threadmem.search.literal import dialects
+from threadmem.search.literal.budget import thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import (
     Dialect,
     PostgresDialect,
@@ -38,12 +43,17 @@ from threadmem.search.literal.dialects import (
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import hit_link, link_of
-from threadmem.search.literal.plan import MatchPlan, choose_plan, run_plan
+from threadmem.search.literal.match import MatchRow, fetch_matches, index_match_sql, match_rows, scan_match_sql
+from threadmem.search.literal.plan import MatchPlan, SearchPlan, plan_search
+from threadmem.search.literal.recent import recent_match_sql
+from threadmem.search.literal.spelling import spellings
 from threadmem.search.literal.windows import Cut, cut_windows, window_at
+from threadmem.search.tuning import SearchTuning
 
 __all__ = [
     "Dialect",
     "MatchPlan",
+    "Matches",
     "PostgresDialect",
     "SqliteDialect",
     "has_search_extension",
@@ -73,26 +83,89 @@ def literal_search(
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
-    dialect = dialects.dialect()
-    dialect.prepare()
-    plan = choose_plan(scope, dialect)
-    part = _literal_search(scope, terms, dialect, plan, start=start, sign=sign, described_max_chars=described_max_chars)
-    part.plan = plan.value
+    tuning = SearchTuning.from_settings()
+    dialect = dialects.dialect(tuning)
+    plan = plan_search(scope, terms, dialect, tuning)
+    key = start.key if start is not None else None
+    started = time.perf_counter()
+    matches = run_plan(plan, scope, dialect, start=key)
+    ran_ms = (time.perf_counter() - started) * 1000
+    part = _literal_search(
+        scope, terms, dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
+    )
+    part.plan = plan.kind.value
+    part.executed = executed_plan(plan, matches, ran_ms)
     return part
+
+
+class Matches(NamedTuple):
+    rows: list[MatchRow]
+    coverage: Coverage
+    matched_by: MatchedBy
+
+
+def run_plan(plan: SearchPlan, scope: SearchScope, dialect: Dialect, *, start: tuple[int, int, int] | None) -> Matches:
+    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
+
+    ``start``: a later page's cursor key (``match.with_small_windows``).
+    """
+    terms = [term.term for term in plan.terms]
+    tuning = plan.tuning
+    match plan.kind:
+        case MatchPlan.SCAN:
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
+            return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
+        case MatchPlan.SPELLED_INDEX:
+            spelled = spellings(scope, terms, dialect, sample_bytes=tuning.spelling_sample_bytes)
+            statement = index_match_sql(scope, terms, dialect, spelled=spelled, start=start, planned=plan.terms)
+            return Matches(fetch_matches(*statement), Coverage.ALL, MatchedBy.SPELLED if spelled else MatchedBy.INDEX)
+        case MatchPlan.INDEX_THEN_SCAN:
+            statement, params = index_match_sql(scope, terms, dialect, start=start, planned=plan.terms)
+            budgeted = within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes, tuning))
+            if budgeted is not None:
+                return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
+            # The index could not narrow the terms in time: read the thread.
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
+            return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
+        case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
+            statement, params = index_match_sql(scope, terms, dialect, start=start, planned=plan.terms)
+            budgeted = within_budget(statement, params, tuning.index_budget_ms, scale_by_load=True, tuning=tuning)
+            if budgeted is not None:
+                return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
+            statement, params = recent_match_sql(scope, terms, dialect, start=start)
+            budgeted = within_budget(statement, params, tuning.recent_budget_ms, scale_by_load=True, tuning=tuning)
+            if budgeted is not None:
+                return Matches(match_rows(budgeted), Coverage.RECENT, MatchedBy.RECENT)
+            return Matches([], Coverage.NONE, MatchedBy.NONE)
+        case _:
+            assert_never(plan.kind)
+
+
+def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str, Any]:
+    """What the tool-call log keeps of the plan that ran (search/log.py): its kind, each term's branch and why,
+    the statement that found the rows, the coverage and the match statements' milliseconds."""
+    return {
+        "plan": plan.kind.value,
+        "reason": plan.reason,
+        "matched_by": matches.matched_by.value,
+        "coverage": matches.coverage.value,
+        "ms": round(ran_ms, 3),
+        "terms": [{"term": term.term, "branch": term.branch.value, "reason": term.reason} for term in plan.terms],
+    }
 
 
 def _literal_search(
     scope: SearchScope,
     terms: list[str],
     dialect: Dialect,
-    plan: MatchPlan,
+    matches: Matches,
     *,
     start: CursorPosition | None,
     sign: Callable[[CursorPosition], str] | None,
     described_max_chars: int | None,
 ) -> LiteralPart:
     key = start.key if start is not None else None
-    rows, coverage, matched_by = run_plan(plan, scope, terms, dialect, start=key)
+    rows, coverage, matched_by = matches
     if coverage == Coverage.NONE:
         return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
     candidates = [row.candidate() for row in rows]

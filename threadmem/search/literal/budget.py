@@ -2,7 +2,7 @@
 
 Global scope on PostgreSQL: how long the index path may take before the
 search falls back to the newest messages, and how long that may take
-(settings THREADMEM_SEARCH_INDEX_BUDGET_MS, THREADMEM_SEARCH_RECENT_BUDGET_MS).
+(``SearchTuning.index_budget_ms``, ``recent_budget_ms``).
 A trigram index narrows a rare term to a few rows quickly, but a term whose
 trigrams are all common (a phrase of common words, a path of common parts)
 leaves it thousands of large rows to re-check (docs/search.md).
@@ -11,7 +11,7 @@ Those budgets are milliseconds of an idle machine's work. A saturated machine
 shares its cores among everything runnable, so the same work takes longer on
 the clock: a global statement's timeout is its budget times the machine's
 load (``within_budget(..., scale_by_load=True)``), capped at
-THREADMEM_SEARCH_BUDGET_SCALE_MAX times.
+``SearchTuning.budget_scale_max`` times.
 """
 
 from __future__ import annotations
@@ -19,25 +19,17 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connection
 
-
-def index_budget_ms() -> int:
-    return settings.THREADMEM_SEARCH_INDEX_BUDGET_MS
+from threadmem.search.tuning import SearchTuning
 
 
-def recent_budget_ms() -> int:
-    return settings.THREADMEM_SEARCH_RECENT_BUDGET_MS
-
-
-def thread_index_budget_ms(visible_bytes: int) -> int:
+def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:
     """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
 
-    THREADMEM_SEARCH_SCAN_BYTES_PER_MS is how fast a scan reads
-    (docs/search.md). At least 1 ms: 0 would be no limit.
+    ``tuning.scan_bytes_per_ms`` is how fast a scan reads (docs/search.md). At least 1 ms: 0 would be no limit.
     """
-    return max(1, visible_bytes // settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS)
+    return max(1, visible_bytes // tuning.scan_bytes_per_ms)
 
 
 def host_runnable() -> int:
@@ -51,9 +43,9 @@ def host_runnable() -> int:
         return 0
 
 
-def cpus() -> int:
-    """THREADMEM_SEARCH_DB_CPUS, else this host's CPUs: how many statements run at once without waiting."""
-    return settings.THREADMEM_SEARCH_DB_CPUS or os.cpu_count() or 1
+def cpus(tuning: SearchTuning) -> int:
+    """``tuning.db_cpus``, else this host's CPUs: how many statements run at once without waiting."""
+    return tuning.db_cpus or os.cpu_count() or 1
 
 
 def is_timeout(error: DatabaseError) -> bool:
@@ -97,7 +89,12 @@ _SAVEPOINT = "threadmem_search_budget"
 
 
 def within_budget(
-    statement: str, params: list[Any], budget_ms: int, *, scale_by_load: bool = False
+    statement: str,
+    params: list[Any],
+    budget_ms: int,
+    *,
+    scale_by_load: bool = False,
+    tuning: SearchTuning | None = None,
 ) -> list[tuple] | None:
     """Run ``statement`` with a statement timeout, in one round trip; None when it ran out of time.
 
@@ -122,9 +119,9 @@ def within_budget(
     """
     nested = not connection.get_autocommit()
     if scale_by_load:
-        scale_max = settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX
+        tuning = tuning or SearchTuning.from_settings()
         budget_settings = _BUDGET_SETTINGS.format(timeout=_SCALED_TIMEOUT)
-        budget_params = [budget_ms, scale_max, host_runnable(), cpus()]
+        budget_params = [budget_ms, tuning.budget_scale_max, host_runnable(), cpus(tuning)]
     else:
         budget_settings = _BUDGET_SETTINGS.format(timeout=_FIXED_TIMEOUT)
         budget_params = [str(budget_ms)]

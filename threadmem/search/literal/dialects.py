@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from django.conf import settings
 from django.db import connection
 
 from threadmem.lib.terms import fold
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.tuning import SearchTuning
 
 
 class Dialect:
@@ -115,6 +116,42 @@ class Dialect:
 
     def prepare(self) -> None:
         """Make the connection ready for the statements below."""
+
+    def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
+        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
+        columns = ("m.content", "a.value")
+        return StatementSql(
+            [
+                TermSql(
+                    self.pattern(term),
+                    self.needle(term),
+                    {column: self.matches(column, term, narrow=narrow) for column in columns},
+                    {column: self.scan_matches(column, term) for column in columns},
+                )
+                for term in terms
+            ],
+            {column: self.min_chars(column) for column in columns},
+            self.least(
+                self.least(self.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
+            ),
+            self.window("w.body", "w.pos", "w.needle"),
+            self.position("v.body", "v.pattern", "v.needle"),
+        )
+
+
+class TermSql(NamedTuple):
+    pattern: str  # Dialect.pattern
+    needle: str | None  # Dialect.needle
+    matches: dict[str, tuple[str, Any]]  # by column: Dialect.matches
+    scans: dict[str, tuple[str, Any]]  # by column: Dialect.scan_matches
+
+
+class StatementSql(NamedTuple):
+    terms: list[TermSql]
+    min_chars: dict[str, str]  # by column: Dialect.min_chars
+    least_window: str  # windows.min_window_chars in SQL, over u.min_chars and t.length
+    window: str  # the window of w.body at w.pos
+    position: str  # the term's position in v.body
 
 
 class PostgresDialect(Dialect):
@@ -273,32 +310,45 @@ def trigram_pattern(term: str) -> str:
     return f"%{''.join(marked)}%"
 
 
-# Both trigram indexes are threadmem_search's operator class (migration 0007);
-# both token indexes exist (migration 0014); the link function exists (links.py).
-# threadmem_tokens as lib/tokens.py describes it, junctions second run first: threadmem_search 1.3 or
-# later (migrations 0015 and 0017 rebuilt a token index built before). Unknown versions are assumed later.
+# threadmem_tokens as lib/tokens.py describes it: threadmem_search 1.3 or later (migrations 0015 and 0017
+# rebuilt a token index built before); unknown versions are assumed later.
 TOKENS_VERSION = "1.3"
 TOKENS_FUNCTION_SQL = (
     "coalesce((SELECT extversion NOT IN ('1.0', '1.1', '1.2') FROM pg_extension WHERE extname = 'threadmem_search'), "
     "false)"
 )
 
+TOKEN_INDEX_NAMES = ("message_content_tokens", "toolarg_value_tokens")
 _PROBE_SQL = (
     "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
     "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
     "AND o.opcname = 'threadmem_trgm_ops'), "
     "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL "
     f"AND {TOKENS_FUNCTION_SQL}, "
-    "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL"
+    "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL, "
+    "(SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'), "
+    f"{TOKENS_FUNCTION_SQL}, " + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in TOKEN_INDEX_NAMES)
 )
 
 
-def _probe() -> tuple[bool, bool, bool]:
-    """PostgreSQL: (threadmem_search serves the trigram indexes, the token indexes exist, the link function exists).
+@dataclass(frozen=True)
+class DatabaseCapabilities:
+    """What the database offers search, whatever the settings make of it (``dialect`` applies them)."""
 
-    Probed once per database connection, on the driver's own cursor like the
-    connection's other setup (not one of a search's statements), and again
-    after migrations (apps.py), which may add or remove any of them.
+    vendor: str
+    trigram_ops: bool = False  # threadmem_search's operator class serves both trigram indexes
+    token_indexes: bool = False  # both token indexes, and threadmem_tokens of TOKENS_VERSION or later
+    link_function: bool = False  # threadmem_hit_link (links.py)
+    extension_version: str | None = None  # threadmem_search's installed version; None: not installed
+    tokens_function: bool = False  # threadmem_tokens of TOKENS_VERSION or later
+    token_index_names: frozenset[str] = frozenset()  # the token indexes that exist, all or some
+
+
+def _probe() -> tuple[Any, ...]:
+    """PostgreSQL: the fields of ``DatabaseCapabilities`` after ``vendor``, in order.
+
+    Once per connection, on the driver's cursor (not one of a search's statements); again after migrations
+    (apps.py) or the token index command, which clear ``connection.threadmem_search_extension``.
     """
     connection.ensure_connection()
     raw = connection.connection
@@ -306,27 +356,43 @@ def _probe() -> tuple[bool, bool, bool]:
     if probed is None or probed[0] is not raw:
         with raw.cursor() as cursor:
             cursor.execute(_PROBE_SQL)
-            found = tuple(bool(value) for value in cursor.fetchone())
-        probed = (raw, *found)
+            found = cursor.fetchone()
+        names = frozenset(name for name, exists in zip(TOKEN_INDEX_NAMES, found[5:], strict=True) if exists)
+        probed = (raw, *(bool(value) for value in found[:3]), found[3], bool(found[4]), names)
         connection.threadmem_search_extension = probed
-    return probed[1], probed[2], probed[3]
+    return probed[1:]
+
+
+def capabilities(*, fresh: bool = False) -> DatabaseCapabilities:
+    """The database's capabilities: every module of search reads them here, none probes on its own.
+
+    ``fresh``: probe again now (the token index command reports the database as it is).
+    """
+    if fresh:
+        connection.threadmem_search_extension = None
+    if connection.vendor == "postgresql":
+        return DatabaseCapabilities(connection.vendor, *_probe())
+    return DatabaseCapabilities(connection.vendor)
 
 
 def has_search_extension() -> bool:
     """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it)."""
-    return settings.THREADMEM_SEARCH_PG_EXTENSION and _probe()[0]
+    return SearchTuning.from_settings().pg_extension and capabilities().trigram_ops
 
 
-def has_token_indexes() -> bool:
-    """PostgreSQL: whether a global search narrows with the token indexes (THREADMEM_SEARCH_TOKENS, and they exist)."""
-    return settings.THREADMEM_SEARCH_TOKENS and _probe()[1]
-
-
-def dialect() -> Dialect:
-    if connection.vendor == "postgresql":
+def dialect(tuning: SearchTuning | None = None) -> Dialect:
+    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses
+    them, the connection made ready for it (``Dialect.prepare``)."""
+    found = capabilities()
+    if found.vendor == "postgresql":
+        tuning = tuning or SearchTuning.from_settings()
         return PostgresDialect(
-            has_extension=has_search_extension(), has_tokens=has_token_indexes(), has_link_function=_probe()[2]
+            has_extension=tuning.pg_extension and found.trigram_ops,
+            has_tokens=tuning.tokens and found.token_indexes,
+            has_link_function=found.link_function,
         )
-    if connection.vendor == "sqlite":
-        return SqliteDialect()
-    raise NotImplementedError(f"search_memory does not support the {connection.vendor} backend")
+    if found.vendor == "sqlite":
+        sqlite = SqliteDialect()
+        sqlite.prepare()
+        return sqlite
+    raise NotImplementedError(f"search_memory does not support the {found.vendor} backend")

@@ -7,7 +7,7 @@ every search path to the same rows as those definitions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
@@ -112,3 +112,27 @@ def candidate_filter_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]
         )
         params += [*names_params, Message.Role.TOOL, *names_params]
     return " AND ".join(clauses) or "1 = 1", params
+
+
+class StatementFilters(NamedTuple):
+    """A match statement's filters, each ``(sql, params)``: on content rows (``m``), on argument rows (``a``
+    of ``m``), searchability (``m``) and the candidates (``u``)."""
+
+    content: tuple[str, list[Any]]
+    argument: tuple[str, list[Any]]
+    searchable: tuple[str, list[Any]]
+    candidates: tuple[str, list[Any]]
+
+
+def statement_filters(scope: SearchScope, dialect: Dialect) -> StatementFilters:
+    """Every filter a match statement takes, in one call (``match.py``)."""
+    return StatementFilters(
+        _and(scope_sql(scope, dialect, message="m"), hit_filter_sql(scope, message="m")),
+        _and(scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")),
+        searchable_sql("m"),
+        candidate_filter_sql(scope, "u"),
+    )
+
+
+def _and(*parts: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
+    return " AND ".join(sql for sql, _ in parts), [param for _, params in parts for param in params]

@@ -3,12 +3,12 @@
 Each statement selects ids, metadata and a length bound per matching field
 (``MatchRow``); text leaves the database only in the windows of small fields
 that could be listed (``with_small_windows``). Which statement runs is the
-plan's choice (``plan.py``).
+plan's choice (``plan.py``): this module writes it, deciding nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from django.db import connection
@@ -18,16 +18,15 @@ from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
     SEARCH_COUNT_LIMIT,
     THREAD_LITERAL_MAX_CHARS,
-    WINDOW_CHARS,
-    WINDOW_LEAD,
     hit_header,
 )
 from threadmem.search.hits import Candidate
 from threadmem.search.literal import newest, owner
-from threadmem.search.literal.dialects import Dialect, like_contains
-from threadmem.search.literal.filters import candidate_filter_sql, hit_filter_sql, scope_sql, searchable_sql
+from threadmem.search.literal.dialects import Dialect, StatementSql, like_contains
+from threadmem.search.literal.filters import StatementFilters, statement_filters
 from threadmem.search.literal.links import link_sql
-from threadmem.search.literal.tokens import common_words, newest_first_terms, token_branch, token_terms
+from threadmem.search.literal.plan import Branch, TermPlan, index_term_plans
+from threadmem.search.literal.tokens import common_words, token_branch
 
 
 class MatchRow(NamedTuple):
@@ -101,96 +100,63 @@ def index_match_sql(
     spelled: Mapping[int, str] | None = None,
     start: tuple[int, int, int] | None = None,
     window: bool = False,
+    planned: Sequence[TermPlan] | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope through the trigram indexes (``Dialect.matches``).
+    """Every (term, field) match in the scope through the indexes, each term as ``planned`` says
+    (default: ``plan.index_term_plans``, with the owner's window when ``window``).
 
     ``spelled`` maps a term's index to the thread's spelling of it
-    (``spellings``), tried in content before the regex. ``window``: an
-    owner's newest messages first, the indexes for older ones (``owner.py``).
+    (``spellings``), tried in content before the regex.
     """
-    narrow = not scope.is_global
-
-    def indexed(column: str, term: str) -> tuple[str, list[Any]]:
-        condition, pattern = dialect.matches(column, term, narrow=narrow)
-        return condition, [pattern]
-
-    # The global scope: per term, the token index where the term allows it
-    # (exact posting lists, tokens.py), else the trigram index; and over every
-    # thread, a word the statistics call common newest first with no index.
-    tokens = {} if narrow else token_terms(list(terms), dialect)
-    every_thread = scope.is_global and scope.readable_thread_ids is None
-    newest_first = newest_first_terms(list(terms), dialect) if every_thread else frozenset()
-    return _match_sql(
-        scope,
-        terms,
-        dialect,
-        indexed,
-        spelled=spelled,
-        start=start,
-        tokens=tokens,
-        window=window,
-        newest_first=newest_first,
-    )
+    if planned is None:
+        planned = index_term_plans(scope, terms, dialect, window=window)
+    return _match_sql(scope, planned, dialect, spelled=spelled, start=start)
 
 
 def scan_match_sql(
     scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
-
-    def scanned(column: str, term: str) -> tuple[str, list[Any]]:
-        condition, pattern = dialect.scan_matches(column, term)
-        return condition, [pattern]
-
-    return _match_sql(scope, terms, dialect, scanned, spelled=None, start=start)
+    return _match_sql(scope, [TermPlan(term, Branch.SCAN, "") for term in terms], dialect, spelled=None, start=start)
 
 
 def _match_sql(
     scope: SearchScope,
-    terms: Sequence[str],
+    planned: Sequence[TermPlan],
     dialect: Dialect,
-    condition: Callable[[str, str], tuple[str, list[Any]]],
     *,
     spelled: Mapping[int, str] | None,
     start: tuple[int, int, int] | None,
-    tokens: Mapping[int, str] | None = None,
-    window: bool = False,
-    newest_first: frozenset[int] = frozenset(),
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope, ``condition(column, term)`` deciding each field.
+    """Every (term, field) match in the scope, each term's branches written as its ``TermPlan.branch`` says.
 
     One ``UNION ALL`` branch per term and field kind, so each branch is one
     indexable condition evaluated once per row. In the global scope each
     branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first, and a term's
     argument branch no later than its content branch's last row
     (``_not_older_than_content_sql``); in a thread's scope it counts them
-    all. ``tokens``: the global scope's terms the token index narrows, with
-    their tsquery (``tokens.py`` builds their branches).
-    ``window``: each term's hits in the owner's newest messages come first,
-    its branches read only older ones, and only while it lacks hits
-    (``owner.py``); a term of ``tokens`` goes to its exact posting list only.
-    ``newest_first``: the terms whose content branch tests each field with
-    ``Dialect.scan_matches``, which no index serves, so that it reads newest
-    first until the limit (``tokens.newest_first_terms``); two or more of
-    them share one such read (``newest.py``).
+    all. ``Branch.TOKEN``: the term's exact posting lists (``tokens.py``).
+    ``Branch.WINDOW``: the term's hits in the owner's newest messages come
+    first, its branches read only older ones, and only while it lacks hits
+    (``owner.py``). ``Branch.NEWEST``: the content branch tests each field
+    with ``Dialect.scan_matches``, which no index serves, so that it reads
+    newest first until the limit; ``Branch.SHARED_NEWEST`` terms share one
+    such read (``newest.py``).
     """
-    limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
-    searchable, searchable_params = searchable_sql("m")
-    scopes = {
-        "content": _and(scope_sql(scope, dialect, message="m"), hit_filter_sql(scope, message="m")),
-        "argument": _and(
-            scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")
-        ),
-    }
+    terms = [term.term for term in planned]
+    branch_of = [term.branch for term in planned]
+    is_global = scope.is_global
+    limit = SEARCH_COUNT_LIMIT + 1 if is_global else None
+    filters = statement_filters(scope, dialect)
+    searchable, searchable_params = filters.searchable
+    scopes = {"content": filters.content, "argument": filters.argument}
     branches = []
     params: list[Any] = []
+    sql = dialect.statement_sql(terms, narrow=not is_global)
     # Each kind's selected columns, the same in every branch of it.
-    listed = {kind: columns.format(min_chars=dialect.min_chars(column)) for kind, column, columns, *_ in _FIELD_KINDS}
-    # The window serves the terms the token index does not narrow (owner.py).
-    windowed = {index for index in range(len(terms)) if window and index not in (tokens or {})}
-    ctes = [owner.window_sql(scope)] if windowed else []
-    # Two or more common words share one newest-first read of the content (newest.py).
-    shared = newest_first if limit and len(newest_first) > 1 else frozenset()
+    listed = {kind: columns.format(min_chars=sql.min_chars[column]) for kind, column, columns, *_ in _FIELD_KINDS}
+    ctes = [owner.window_sql(scope)] if Branch.WINDOW in branch_of else []
+    shared = frozenset(index for index, branch in enumerate(branch_of) if branch == Branch.SHARED_NEWEST)
     if shared:
         where, where_params = scopes["content"]
         rows = newest.stream_rows(terms, shared, common_words())
@@ -205,30 +171,30 @@ def _match_sql(
                 rows=rows,
             )
         )
-    for index, term in enumerate(terms):
-        if index in windowed:
+    for index, (term, branch_kind) in enumerate(zip(terms, branch_of, strict=True)):
+        if branch_kind == Branch.WINDOW:
             ctes += owner.term_window_sql(index, term, dialect, **listed)
             branches.append(f"SELECT * FROM w{index}")
         for kind, column, _columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
             selected = listed[kind]
-            if index in windowed:
+            if branch_kind == Branch.WINDOW:
                 where = f"{where} AND {owner.before_window_sql(index)}"
             if kind == "argument" and limit:
-                where = f"{where} AND {_not_older_than_content_sql(index, indexed=index not in (tokens or {}))}"
-            if tokens and index in tokens and limit:
+                where = f"{where} AND {_not_older_than_content_sql(index, indexed=branch_kind != Branch.TOKEN)}"
+            if branch_kind == Branch.TOKEN:
                 branch, branch_params = token_branch(
                     kind,
                     index,
                     term,
-                    tokens[index],
+                    planned[index].query,
                     dialect,
                     columns=selected,
                     where=f"{where} AND {searchable}",
                     where_params=[*where_params, *searchable_params],
                     limit=limit,
                 )
-            elif kind == "content" and index in shared:
+            elif kind == "content" and branch_kind == Branch.SHARED_NEWEST:
                 branch, branch_params = newest.term_branch(
                     index,
                     term,
@@ -239,11 +205,11 @@ def _match_sql(
                     limit=limit,
                 )
             else:
-                if kind == "content" and index in newest_first:
-                    match, pattern = dialect.scan_matches(column, term)
-                    match_params = [pattern]
+                if branch_kind == Branch.SCAN or (kind == "content" and branch_kind == Branch.NEWEST):
+                    match, pattern = sql.terms[index].scans[column]
                 else:
-                    match, match_params = condition(column, term)
+                    match, pattern = sql.terms[index].matches[column]
+                match_params = [pattern]
                 if kind == "content" and spelled and index in spelled:
                     match = f"({column} LIKE %s OR {match})"
                     match_params = [like_contains(spelled[index]), *match_params]
@@ -263,11 +229,7 @@ def _match_sql(
     if ctes:
         matches = f"WITH {', '.join(sql for sql, _ in ctes)} {matches}"
         params = [*(param for _, cte_params in ctes for param in cte_params), *params]
-    return with_small_windows(matches, params, terms, dialect, scope=scope, start=start)
-
-
-def _and(*parts: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
-    return " AND ".join(sql for sql, _ in parts), [param for _, params in parts for param in params]
+    return with_small_windows(matches, params, terms, dialect, scope=scope, start=start, sql=sql, filters=filters)
 
 
 def _not_older_than_content_sql(index: int, *, indexed: bool) -> str:
@@ -311,6 +273,8 @@ def with_small_windows(
     *,
     scope: SearchScope,
     start: tuple[int, int, int] | None = None,
+    sql: StatementSql | None = None,
+    filters: StatementFilters | None = None,
 ) -> tuple[str, list[Any]]:
     """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
 
@@ -331,15 +295,14 @@ def with_small_windows(
     it on get windows, counted from it. Each row with a window also gets its
     tool and other half (``links.link_sql``).
     """
-    # min_window_chars, in SQL.
-    least_window = dialect.least(
-        dialect.least(dialect.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
-    )
-    cost = f"{_HEADER_CHARS_AT_LEAST} + {least_window}"
+    # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
+    sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
+    filters = filters or statement_filters(scope, dialect)
+    cost = f"{_HEADER_CHARS_AT_LEAST} + {sql.least_window}"
     rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
     terms_params: list[Any] = []
     for index, term in enumerate(terms):
-        terms_params += [index, dialect.pattern(term), dialect.needle(term), len(term)]
+        terms_params += [index, sql.terms[index].pattern, sql.terms[index].needle, len(term)]
     after, after_params = "1 = 1", []
     if start is not None:
         term, negative_message_id, arg_id = start
@@ -352,7 +315,7 @@ def with_small_windows(
     )
     # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
     # window do not apply them (a no-op "1 = 1" without filters).
-    filtered, filtered_params = candidate_filter_sql(scope, "u")
+    filtered, filtered_params = filters.candidates
     body = (
         "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
         "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
@@ -360,11 +323,11 @@ def with_small_windows(
     statement = (
         f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
         "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
-        f"CASE WHEN w.pos > 0 THEN {dialect.window('w.body', 'w.pos', 'w.needle')} END, "
+        f"CASE WHEN w.pos > 0 THEN {sql.window} END, "
         f"{links} "
         "FROM ("
         "SELECT v.*, "
-        f"CASE WHEN v.body IS NOT NULL THEN {dialect.position('v.body', 'v.pattern', 'v.needle')} END AS pos "
+        f"CASE WHEN v.body IS NOT NULL THEN {sql.position} END AS pos "
         "FROM ("
         f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s AND s.after = 1 THEN {body} || '' END AS body "
         "FROM ("

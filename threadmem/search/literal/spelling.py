@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.conf import settings
 from django.db import connection
 
 from threadmem.scope import SearchScope
@@ -13,18 +12,14 @@ from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql
 
 
-def spelling_sample_bytes() -> int:
-    return settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES
-
-
-def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> dict[int, str]:
+def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, sample_bytes: int) -> dict[int, str]:
     """PostgreSQL: how the thread's newest content spells each ASCII term, for the terms found there.
 
     The index path re-checks every candidate row with the regex, which reads
     the whole field: when a term fills a
     large thread (the keyword in every tool result of the stress thread, or
     a word common across the store), that re-check is the whole cost. A term
-    that the newest ``spelling_sample_bytes()`` of the thread mention is
+    that the newest ``sample_bytes`` (``SearchTuning.spelling_sample_bytes``) of the thread mention is
     likely to be such a term, and to be spelled the same way elsewhere:
     ``index_match_sql`` then tries that spelling with a case-sensitive ``LIKE``
     before the regex, which decides a row so spelled at its first occurrence.
@@ -41,7 +36,7 @@ def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> dic
     wanted = [
         (index, needle, len(term)) for index, term in enumerate(terms) if (needle := dialect.needle(term)) is not None
     ]
-    if not wanted or not spelling_sample_bytes():
+    if not wanted or not sample_bytes:
         return {}
     searchable, searchable_params = searchable_sql("m")
     statement = (
@@ -55,7 +50,7 @@ def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect) -> dic
         "WHERE f.pos > 0 LIMIT 1) "
         "FROM unnest(CAST(%s AS integer[]), CAST(%s AS text[]), CAST(%s AS integer[])) AS t(term, needle, length)"
     )
-    budget = spelling_sample_bytes()
+    budget = sample_bytes
     params = [
         budget,
         budget,

@@ -19,13 +19,12 @@ from django.db import connection
 
 from threadmem.lib.tokens import UNINDEXED_QUERY, token_query, word_lexeme
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal.dialects import TOKENS_FUNCTION_SQL, TOKENS_VERSION, Dialect
+from threadmem.search.literal.dialects import TOKEN_INDEX_NAMES, TOKENS_VERSION, Dialect, capabilities
 
 # The token indexes: opt-in (``manage.py token_index``), as they slow appends
 # (figures: docs/scaling.md).
-TOKEN_INDEXES = (
-    ("message_content_tokens", "threadmem_message", "content"),
-    ("toolarg_value_tokens", "threadmem_toolargument", "value"),
+TOKEN_INDEXES = tuple(
+    zip(TOKEN_INDEX_NAMES, ("threadmem_message", "threadmem_toolargument"), ("content", "value"), strict=True)
 )
 
 
@@ -35,15 +34,11 @@ class TokenIndexUnavailable(Exception):
 
 def token_index_state() -> dict[str, bool]:
     """Which token indexes exist (and whether the database has ``threadmem_tokens`` at all, as ``"function"``)."""
-    if connection.vendor != "postgresql":
-        return {"function": False, **{name: False for name, _, _ in TOKEN_INDEXES}}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {TOKENS_FUNCTION_SQL}, "
-            + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name, _, _ in TOKEN_INDEXES)
-        )
-        found = cursor.fetchone()
-    return {"function": found[0], **{name: found[i + 1] for i, (name, _, _) in enumerate(TOKEN_INDEXES)}}
+    found = capabilities(fresh=True)
+    return {
+        "function": found.tokens_function,
+        **{name: name in found.token_index_names for name, _, _ in TOKEN_INDEXES},
+    }
 
 
 # The database's extension, when the server offers TOKENS_VERSION (pg_available_extension_versions).
