@@ -13,6 +13,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.http import read_json, send_json
+
 
 class Script:
     """What the scripted model does, and what it was handed (``tool_results``: each request's tool results)."""
@@ -109,24 +111,15 @@ def serve(script: Script) -> tuple[ThreadingHTTPServer, str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def _send_json(self, data: Any) -> None:
-            raw = json.dumps(data).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
         def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = read_json(self)
             if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
-                self._send_json({"input_tokens": 10})
+                send_json(self, {"input_tokens": 10})
                 return
             blocks = script.answer(body)
             model = body.get("model", "claude")
             if not body.get("stream"):
-                self._send_json(_message(blocks, model))
+                send_json(self, _message(blocks, model))
                 return
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
@@ -136,7 +129,7 @@ def serve(script: Script) -> tuple[ThreadingHTTPServer, str]:
                 self.wfile.flush()
 
         def do_GET(self) -> None:
-            self._send_json({})
+            send_json(self, {})
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -17,6 +17,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.http import read_json, send_json
+
 # How the prompt Codex 0.171 sends for a compaction summary begins ("You are performing a CONTEXT CHECKPOINT ...").
 COMPACTION_MARK = "CONTEXT CHECKPOINT COMPACTION"
 SMALL_USAGE = 1_000
@@ -98,16 +100,10 @@ def serve(script: Script) -> tuple[ThreadingHTTPServer, str]:
             pass
 
         def do_GET(self) -> None:  # the model list Codex may ask for
-            raw = json.dumps({"object": "list", "data": [], "models": []}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
+            send_json(self, {"object": "list", "data": [], "models": []})
 
         def do_POST(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
+            body = read_json(self)
             if self.path.split("?")[0].rstrip("/") != "/v1/responses":
                 self.send_error(404, f"no route {self.path}")
                 return
