@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
@@ -12,6 +13,8 @@ from rest_framework.authtoken.models import Token
 
 from threadmem.demo import DEPLOY_CHANNEL, FORK_CHANNEL, JOURNAL_NEEDLE
 from threadmem.models import Message, Thread, ToolArgument
+
+DOCS_MCP = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"
 
 
 def run_demo(*args: str) -> dict[str, str]:
@@ -64,3 +67,10 @@ def test_it_is_idempotent_and_changes_only_the_password():
     assert authenticate(username="admin", password=second["password"]) is not None
     assert get_user_model().objects.filter(username="admin").count() == 1
     assert "threads created: none" in second["text"]
+
+
+@pytest.mark.django_db
+def test_the_mcp_line_it_prints_is_the_one_docs_mcp_md_gives_and_the_real_client_test_runs():
+    printed = run_demo("--host", "127.0.0.1", "--port", "8000")
+    (documented,) = re.findall(r"^claude mcp add --transport http .*$", DOCS_MCP.read_text(), flags=re.MULTILINE)
+    assert documented.replace("$TOKEN", printed["API token"]) in printed["text"]
