@@ -38,6 +38,8 @@ QUESTION_SEED = 20261203
 MIN_WORDS, MAX_WORDS = 6, 10
 STOP_WORDS = ("the", "and", "when", "with", "for", "that", "was", "of")
 OUT_OF_TIME = "did not answer within"
+# The global target's bound, as a deadline: the lane must then say it ran out of time, never cost literal hits.
+DEADLINE_CHECK_SECONDS = 0.15
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
@@ -159,6 +161,34 @@ def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) ->
     return whole
 
 
+def with_deadline(label: str, *, user, asked: list[str], seconds: float) -> None:
+    """The global scope with THREADMEM_SEMANTIC_DEADLINE = ``seconds``: how often the lane says it ran out
+    of time, and whether the literal hits are those of the same call without the lane."""
+    from django.conf import settings
+
+    from threadmem.search import search_memory, semantic
+
+    before = settings.THREADMEM_SEMANTIC_DEADLINE
+    settings.THREADMEM_SEMANTIC_DEADLINE = seconds
+    whole, out_of_time, same = [], 0, 0
+    try:
+        for question in asked:
+            started = time.perf_counter()
+            result = search_memory(user=user, query=question)
+            whole.append((time.perf_counter() - started) * 1000)
+            out_of_time += OUT_OF_TIME in result.text
+            with semantic.provider_installed(semantic.not_configured):
+                literal = search_memory(user=user, query=question)
+            same += result.hits == literal.hits and result.literal_hits_total == literal.literal_hits_total
+    finally:
+        settings.THREADMEM_SEMANTIC_DEADLINE = before
+    print(
+        f" {label}, THREADMEM_SEMANTIC_DEADLINE = {seconds:g} s: {figures('whole tool', whole)}  ms; "
+        f"lane out of time {out_of_time} of {len(asked)}; literal hits as without the lane: {same} of {len(asked)}",
+        flush=True,
+    )
+
+
 def measure(runs: int) -> None:
     import gc
 
@@ -190,14 +220,15 @@ def measure(runs: int) -> None:
         .values_list("id", flat=True)
     )
     operator = User.objects.get(username="bench-operator")
-    measure_scope("global: operator", user=operator, channel=None, asked=questions(embedded, runs, rng))
+    asked_operator = questions(embedded, runs, rng)
+    measure_scope("global: operator", user=operator, channel=None, asked=asked_operator)
     owner = User.objects.get(username="bench-owner-1")
     owned = list(Thread.objects.filter(owner=owner).values_list("id", flat=True))
     count = Thread.objects.filter(owner=owner).aggregate(n=Count("messages"))["n"]
+    asked_owner = questions(owned, runs, rng)
     measure_scope(
-        f"global: owner ({len(owned)} threads, {count:,} messages)",
-        user=owner,
-        channel=None,
-        asked=questions(owned, runs, rng),
+        f"global: owner ({len(owned)} threads, {count:,} messages)", user=owner, channel=None, asked=asked_owner
     )
+    with_deadline("global: operator", user=operator, asked=asked_operator, seconds=DEADLINE_CHECK_SECONDS)
+    with_deadline("global: owner", user=owner, asked=asked_owner, seconds=DEADLINE_CHECK_SECONDS)
     print(load())
