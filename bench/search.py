@@ -339,6 +339,11 @@ def main() -> None:
         action="store_true",
         help="then the semantic part on the same store: HNSW latency and recall@10 (bench/semantic.py)",
     )
+    parser.add_argument(
+        "--ranked", action="store_true", help="only the ranked lane with described questions (bench/ranked_store.py)"
+    )
+    parser.add_argument("--ranked-threads", type=int, default=300, help="threads embedded for the global scope")
+    parser.add_argument("--ranked-prepare-only", action="store_true", help="embed the subset, measure nothing")
     args = parser.parse_args()
     ensure_database(args.rebuild)
     django.setup()
@@ -357,6 +362,13 @@ def main() -> None:
                 log("generation sizes (a store built before they were kept)")
                 conn.execute(VISIBLE_CHARS_SQL)
     if args.build_only:
+        return
+    if args.ranked or args.ranked_prepare_only:
+        from bench import ranked_store
+
+        ranked_store.prepare(args.ranked_threads)
+        if not args.ranked_prepare_only:
+            ranked_store.measure(args.runs)
         return
     measure(args.runs, global_only=args.global_only)
     if args.semantic:

@@ -265,3 +265,37 @@ def test_a_store_from_before_the_lane_gets_its_index_and_vectors(owner, static_m
     scope = resolve_scope(user=owner, channel="old")
     ranked = keyword.rank(scope=scope, query="LGBTQ support group", model=static.STATIC_MODEL, limit=5)
     assert [Chunk.objects.get(pk=chunk_id).message_id for chunk_id, _ in ranked] == [group.id]
+
+
+def test_a_large_stores_global_ranking_leaves_its_common_words_out_and_keeps_the_scope(
+    owner, other, static_model, monkeypatch
+):
+    mine = make_thread(owner, "mine")
+    *_, zebrafish = append(
+        mine,
+        *({"role": "assistant", "content": f"error while loading part {i}"} for i in range(30)),
+        {"role": "user", "content": "the zebrafish error came back"},
+    )
+    theirs = make_thread(other, "theirs")
+    (their_zebrafish,) = append(theirs, {"role": "user", "content": "a zebrafish error in their thread"})
+    embedded(mine, theirs)
+    # The large-table path on a small table: any estimate is large, "error" (31 of 32 pieces) is common.
+    monkeypatch.setattr(keyword, "LARGE_TABLE_PIECES", -1)
+    monkeypatch.setattr(keyword, "COMMON_LEXEME_SHARE", 0.5)
+    question = "what about the zebrafish error?"
+    scope = resolve_scope(user=owner, channel=None)
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE threadmem_chunk")
+            assert keyword.uncommon(cursor, ["error", "zebrafish"]) == ["zebrafish"]
+    ranked = keyword.rank_pieces(scope=scope, query=question, model=static.STATIC_MODEL, limit=10)
+
+    listed = [message_id for _, message_id, _ in ranked]
+    assert listed[0] == zebrafish.id
+    assert their_zebrafish.id not in listed
+    if connection.vendor == "postgresql":  # the common word's pieces were never read
+        assert listed == [zebrafish.id]
+    assert their_zebrafish.id not in ranked_ids(owner, question, None)
+    assert zebrafish.id in ranked_ids(owner, question, None)
+    assert their_zebrafish.id in ranked_ids(other, question, None)
