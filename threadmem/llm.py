@@ -23,13 +23,15 @@ import json
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
 from django.conf import settings
 
 from threadmem.errors import DomainError
 from threadmem.lib.storable import json_problem
+
+if TYPE_CHECKING:
+    import openai
 
 SYSTEM_PROMPT = (
     "You work inside threadmem, the memory service of a long-running agent. "
@@ -137,7 +139,10 @@ def embeddings_configured() -> bool:
 @lru_cache(maxsize=8)
 def _client(base_url: str, api_key: str, timeout: float, pid: int) -> openai.OpenAI:
     # Keyed by the pid too: a client (and its connection pool) must not cross
-    # a fork into a prefork worker child.
+    # a fork into a prefork worker child. The SDK is imported on first use: it costs
+    # half a second, which every short-lived command (a capture hook) would pay.
+    import openai
+
     return openai.OpenAI(
         base_url=base_url or None,
         api_key=api_key or PLACEHOLDER_API_KEY,
@@ -162,6 +167,8 @@ def _quote(value: Any) -> str:
 
 def _domain_error(exc: openai.OpenAIError, *, what: str, timeout: float | None = None) -> LLMError:
     """Map an SDK error to ours; the message names the server's answer, never the key."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         if timeout is not None:
             return LLMTimeout(f"{what}: no answer within {timeout:g} s")
@@ -247,6 +254,8 @@ def chat(
         request["tools"] = tools
     if timeout is not None:
         request["timeout"] = timeout
+    import openai
+
     try:
         completion = client().chat.completions.create(**request)
     except openai.OpenAIError as exc:
@@ -280,6 +289,8 @@ def embed(texts: list[str], *, model: str | None = None, timeout: float | None =
     model = model or embedding_model()
     if not model or not _server_configured():
         raise LLMNotConfigured("no embedding model is configured: set OPENAI_BASE_URL and THREADMEM_EMBEDDING_MODEL")
+    import openai
+
     vectors: list[list[float]] = []
     for start in range(0, len(texts), EMBED_BATCH):
         batch = texts[start : start + EMBED_BATCH]

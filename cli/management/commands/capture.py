@@ -39,6 +39,8 @@ class CaptureRefused(Exception):
 
 class Command(BaseCommand):
     help = "Import what a Claude Code session gained since the last capture (a hook reads its JSON on stdin)."
+    # It runs on every hook event: the system checks (which import every URL's view) are the server's job.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--owner", default=None, help=f"the user (default: the owner of ${TOKEN_VARIABLE})")
