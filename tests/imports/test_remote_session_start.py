@@ -105,3 +105,16 @@ def test_the_hook_script_prints_at_session_start_what_the_local_command_prints(
     refused = run_hook(start, **{**env, "THREADMEM_TOKEN": "not-a-token"})
     assert refused.returncode == 0 and refused.stdout == "" and refused.stderr.count("\n") == 1
     assert refused.stderr.startswith(f"threadmem capture: {live_server.url} answered 401")
+
+
+@pytest.mark.django_db
+def test_the_catalogue_never_names_an_isolated_thread_nor_quotes_an_isolated_prompt(owner_api):
+    threads = captured_remotely(owner_api)
+    Thread.objects.filter(pk=threads["tool_heavy"].pk).update(isolated=True)
+    first = Message.objects.filter(thread=threads["short"], role="user", kind="message").order_by("seq").first()
+    Message.objects.filter(pk=first.pk).update(isolated=True)
+
+    text = catalogue(owner_api, cwd=threads["short"].source_cwd).json()["context"]
+
+    assert threads["tool_heavy"].channel not in text
+    assert threads["short"].channel in text and first.content[:40] not in text

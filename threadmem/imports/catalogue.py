@@ -36,13 +36,15 @@ def session_catalogue(*, owner: AbstractBaseUser, cwd: str, project_dir: str = "
     where = Q(source_cwd=cwd) if cwd else Q(pk__in=[])
     if project_dir.rstrip("/"):  # never "/": that would be every session of the owner
         where |= Q(source_path__startswith=project_dir.rstrip("/") + "/")
+    # The text lands in the model's context: an isolated thread or message is never named in it.
     first_prompt = (
-        Message.objects.filter(thread=OuterRef("pk"), role=Message.Role.USER, kind=Message.Kind.MESSAGE)
+        Message.objects.searchable()
+        .filter(thread=OuterRef("pk"), role=Message.Role.USER)
         .order_by("seq")
         .values("content")[:1]
     )
     threads = list(
-        Thread.objects.filter(where, owner=owner, parent__isnull=True)
+        Thread.objects.filter(where, owner=owner, parent__isnull=True, isolated=False)
         .exclude(channel=exclude_channel)
         .order_by("-last_activity_at", "-id")
         .annotate(prompt=Subquery(first_prompt))
