@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-console bench-load bench-recall bench-mcp bench-import bench-described clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-recall bench-mcp bench-import bench-described clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -74,6 +74,11 @@ bench-ingest: $(VENV)/.installed-dev .secret_key
 bench-search: $(VENV)/.installed-dev .secret_key
 	bash scripts/install-pg-extension.sh
 	$(PY) bench/search.py --semantic
+
+# Global search on SQLite, the embedded default (its own file in the temporary directory, or BENCH_SQLITE_PATH):
+# a scan of every message. BENCH_MESSAGES=100000 for a smaller store.
+bench-sqlite: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/sqlite_search.py
 
 bench-console: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/console.py

@@ -306,25 +306,38 @@ def measure(runs: int, *, global_only: bool = False) -> None:
         ("common word, as an owner (1% of threads)", "error", other_owner),
         (f"uncommon word, as an owner {words['uncommon']!r}", words["uncommon"], other_owner),
     ]
-    every: list[float] = []
+    from django.conf import settings
+
+    from threadmem.search.database import capabilities
+
+    # The default configuration (the token index, migration 0022) and the same store with search not using it.
+    configurations = {"default": True, "no token index": False} if capabilities().token_indexes else {"default": True}
+    print(
+        "configurations: " + ", ".join(configurations) + ("" if len(configurations) == 2 else " (no token index here)")
+    )
+    every: dict[str, list[float]] = {name: [] for name in configurations}
     for label, query, user in queries:
-        results = []
+        for name, tokens in configurations.items():
+            settings.THREADMEM_SEARCH_TOKENS = tokens
+            results = []
 
-        def search(query=query, user=user, results=results):
-            results.append(search_memory(user=user, query=query))
+            def search(query=query, user=user, results=results):
+                results.append(search_memory(user=user, query=query))
 
-        samples = timed(search, runs)
-        every += samples
-        measured = results[1:]  # the first call only warmed up
-        hits = measured[-1].text.split("\n")[1].rsplit("literal hits: ", 1)[1]
-        answered = {
-            name: sum(1 for result in measured if result.coverage == coverage)
-            for coverage, name in (("all", "index"), ("recent", "newest"), ("none", "out of time"))
-        }
-        how = ", ".join(f"{name} {count}" for name, count in answered.items() if count)
-        verdict = exhaustive_verdict(measured[-1], query, user)
-        row(label, samples, f"  ({hits}; answered by: {how}; {verdict})", p99=True)
-    row("all global queries above", every, p99=True)
+            samples = timed(search, runs)
+            every[name] += samples
+            measured = results[1:]  # the first call only warmed up
+            hits = measured[-1].text.split("\n")[1].rsplit("literal hits: ", 1)[1]
+            answered = {
+                how: sum(1 for result in measured if result.coverage == coverage)
+                for coverage, how in (("all", "index"), ("recent", "newest"), ("none", "out of time"))
+            }
+            how = ", ".join(f"{how} {count}" for how, count in answered.items() if count)
+            verdict = exhaustive_verdict(measured[-1], query, user)
+            row(f"{label} [{name}]", samples, f"  ({hits}; answered by: {how}; {verdict})", p99=True)
+    settings.THREADMEM_SEARCH_TOKENS = True
+    for name in configurations:
+        row(f"all global queries above [{name}]", every[name], p99=True)
     print("\nload average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 

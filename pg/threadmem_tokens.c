@@ -3,25 +3,19 @@
  *
  * A run is a maximal run of ASCII letters and digits, lowered; every other
  * byte separates runs (non-ASCII characters included). The lexemes are each
- * run's first TOKEN_CHARS bytes, and for each two runs in a row the first's
- * lexeme, "|", the second's, and "~", the second's last TOKEN_CHARS bytes
- * reversed, "|", the first's likewise: a pair says the runs are neighbours,
- * which single lexemes cannot (a large field holds most common runs
- * somewhere), and the reversed one serves a term whose first run may end a
- * longer run of the field. For each two runs in a row of at least
- * JUNCTION_CHARS bytes each, also the junction "^", the second's first
- * JUNCTION_CHARS bytes, "|", the first's last JUNCTION_TAIL_CHARS at most,
- * reversed: it serves a term of two runs open at both ends ("connection
- * refused"), which either run may continue in a field; a term whose first run
- * is shorter than the tail asks for the junction as a prefix.
- * No positions, no dictionary: the index only has to say which fields hold a
- * lexeme, or one with a prefix. A field whose distinct lexemes reach
- * UNINDEXED_BYTES (a tsvector holds at most 1 MB of them) is the one lexeme
- * "!all" instead, which every token query also asks for.
+ * run's first TOKEN_CHARS bytes and, for each two runs in a row, their link:
+ * the first's last LINK_TAIL_CHARS bytes at most, reversed, "|", the second's
+ * first LINK_HEAD_CHARS at most. A link says the runs are neighbours, which
+ * single lexemes cannot (a large field holds most common runs somewhere), and
+ * it holds the two ends that meet, so it serves a term whose first run may
+ * end a longer run of the field and whose last may start one ("connection
+ * refused"). No positions, no dictionary: the index only has to say which
+ * fields hold a lexeme, or one with a prefix. A field whose distinct lexemes
+ * reach UNINDEXED_BYTES (a tsvector holds at most 1 MB of them) is the one
+ * lexeme "!all" instead, which every token query also asks for.
  *
  * threadmem.lib.tokens.field_tokens is the reference; a test holds the two
- * equal. Reading the field once, this costs a few times a scan of it, where
- * regexp_split_to_table costs ~40 times as much.
+ * equal.
  */
 #include "postgres.h"
 
@@ -33,8 +27,9 @@
 #include "utils/builtins.h"
 
 #define TOKEN_CHARS 32
-#define JUNCTION_CHARS 4
-#define JUNCTION_TAIL_CHARS 6
+#define LINK_TAIL_CHARS 6
+#define LINK_HEAD_CHARS 4
+#define LINK_CHARS (LINK_TAIL_CHARS + 1 + LINK_HEAD_CHARS)
 #define UNINDEXED_BYTES 500000
 #define UNINDEXED_TOKEN "!all"
 
@@ -139,22 +134,17 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 	const unsigned char *bytes = (const unsigned char *) VARDATA_ANY(field);
 	Size		length = VARSIZE_ANY_EXHDR(field);
 	char	   *lowered = palloc(length + 1);
-	/*
-	 * Pair lexemes, each at most its two runs and two bytes: all of them at
-	 * most three bytes a byte of the field, twice (forward and reversed); and
-	 * a junction of 2 + JUNCTION_CHARS + JUNCTION_TAIL_CHARS bytes for at most
-	 * one pair every JUNCTION_CHARS + 1 bytes (under three bytes a byte).
-	 */
-	char	   *pairs = palloc(9 * length + 2 + JUNCTION_CHARS + JUNCTION_TAIL_CHARS);
-	Size		pairs_used = 0;
+	/* A link for each run after the first: at most one run every two bytes. */
+	char	   *links = palloc((length / 2 + 1) * LINK_CHARS);
+	Size		links_used = 0;
 	const char *previous = NULL;
 	Size		previous_length = 0;
 	Lexemes		lexemes = {0};
 	Size		i = 0;
 
-	/* Four lexemes a run at most, at most one run every two bytes; twice that many slots. */
+	/* Two lexemes a run at most, at most one run every two bytes; twice that many slots. */
 	lexemes.slots = 64;
-	while ((Size) lexemes.slots < 4 * (length + 1))
+	while ((Size) lexemes.slots < 2 * (length + 1))
 		lexemes.slots *= 2;
 	lexemes.table = palloc0(sizeof(int) * lexemes.slots);
 	lexemes.tokens = palloc(sizeof(Token) * (lexemes.slots / 2));
@@ -162,7 +152,6 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 	{
 		Size		start;
 		Size		run;
-		int			cut;
 
 		if (!is_run_byte(bytes[i]))
 		{
@@ -178,47 +167,20 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 			i++;
 		}
 		run = i - start;
-		cut = Min(run, TOKEN_CHARS);
-		add_lexeme(&lexemes, lowered + start, cut);
+		add_lexeme(&lexemes, lowered + start, Min(run, TOKEN_CHARS));
 		if (previous != NULL)
 		{
-			int			previous_cut = Min(previous_length, TOKEN_CHARS);
-			char	   *pair = pairs + pairs_used;
-			int			pair_length = previous_cut + 1 + cut;
-			char	   *back;
-			int			back_length = 1 + cut + 1 + previous_cut;
+			/* tsrif|seco: where the two meet, the first's last bytes reversed, then the second's first */
+			char	   *link = links + links_used;
+			int			tail = Min(previous_length, LINK_TAIL_CHARS);
+			int			head = Min(run, LINK_HEAD_CHARS);
 
-			/* first|second: their first bytes */
-			memcpy(pair, previous, previous_cut);
-			pair[previous_cut] = '|';
-			memcpy(pair + previous_cut + 1, lowered + start, cut);
-			if (add_lexeme(&lexemes, pair, pair_length))
-				pairs_used += pair_length;
-			/* ~dnoces|tsrif: their last bytes, reversed, the second first */
-			back = pairs + pairs_used;
-			back[0] = '~';
-			for (int k = 0; k < cut; k++)
-				back[1 + k] = lowered[start + run - 1 - k];
-			back[1 + cut] = '|';
-			for (int k = 0; k < previous_cut; k++)
-				back[2 + cut + k] = previous[previous_length - 1 - k];
-			if (add_lexeme(&lexemes, back, back_length))
-				pairs_used += back_length;
-			/* ^seco|tsrif: where the two meet, the second's first bytes, then the first's last reversed */
-			if (previous_length >= JUNCTION_CHARS && run >= JUNCTION_CHARS)
-			{
-				char	   *junction = pairs + pairs_used;
-				int			tail = Min(previous_length, JUNCTION_TAIL_CHARS);
-				int			junction_length = 2 + JUNCTION_CHARS + tail;
-
-				junction[0] = '^';
-				memcpy(junction + 1, lowered + start, JUNCTION_CHARS);
-				junction[1 + JUNCTION_CHARS] = '|';
-				for (int k = 0; k < tail; k++)
-					junction[2 + JUNCTION_CHARS + k] = previous[previous_length - 1 - k];
-				if (add_lexeme(&lexemes, junction, junction_length))
-					pairs_used += junction_length;
-			}
+			for (int k = 0; k < tail; k++)
+				link[k] = previous[previous_length - 1 - k];
+			link[tail] = '|';
+			memcpy(link + tail + 1, lowered + start, head);
+			if (add_lexeme(&lexemes, link, tail + 1 + head))
+				links_used += tail + 1 + head;
 		}
 		previous = lowered + start;
 		previous_length = run;

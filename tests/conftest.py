@@ -75,16 +75,25 @@ def thread(owner) -> Thread:
 
 @pytest.fixture
 def token_indexes(db):
-    """The opt-in token indexes (manage.py token_index create), built and analysed in the test's transaction."""
-    from threadmem.search.literal.tokens import forget_common_words, token_indexes_create
+    """The token indexes (on by default: migration 0022), analysed in the test's transaction."""
+    from threadmem.search.database import forget_probe, token_indexes_create
 
     skip_without_search_extension()
     with connection.cursor() as cursor:
         cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # rows a fixture added have pending FK checks
     token_indexes_create()
     yield
-    connection.threadmem_search_extension = None  # the rollback drops them and their statistics: read again
-    forget_common_words()
+    forget_probe()  # the rollback drops their statistics: read again
+
+
+@pytest.fixture
+def without_token_indexes(db):
+    """A store without the token indexes (``token_index drop``), for the test's transaction only."""
+    from threadmem.search.database import forget_probe, token_indexes_drop
+
+    token_indexes_drop()
+    yield
+    forget_probe()  # the rollback brings them back
 
 
 # The ways a thread search may match: on PostgreSQL a scan of the thread's

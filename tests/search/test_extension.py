@@ -175,6 +175,7 @@ def test_in_one_thread_the_costly_operator_narrows_with_the_index_first(owner):
     assert "message_content_trgm" not in plan(statement.format("~~~"), params)
 
 
+@pytest.mark.usefixtures("without_token_indexes")  # the global term through the trigram index
 def test_search_uses_the_extension_on_both_thread_paths_and_globally(owner, thread, settings):
     append(thread, {"role": "tool", "content": "the Zebrafish-42 log"})
     statements = []

@@ -68,8 +68,7 @@ def listing(user, query):
 def test_an_owners_search_lists_what_a_scan_lists(
     request, settings, monkeypatch, seeded, owner, window_messages, tokens
 ):
-    if tokens:
-        request.getfixturevalue("token_indexes")
+    request.getfixturevalue("token_indexes" if tokens else "without_token_indexes")
     monkeypatch.setattr(owner_window, "OWNER_WINDOW_MESSAGES", window_messages)
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # never small enough to scan whole
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index statement must answer

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 import re
+import threading
+import time
 from io import StringIO
 
 import pytest
@@ -11,18 +14,24 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.support.factories import append, make_thread
+from tests.support.database import other_session
+from tests.support.factories import append, fork_at_middle, make_thread
 from tests.support.search import skip_without_search_extension
 from tests.support.sessions import LONG, data_dir
+from threadmem import services
 from threadmem.imports.service import import_paths
 from threadmem.lib.terms import query_terms
 from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
-from threadmem.migrations._token_versions import rebuild_token_indexes_then_update
 from threadmem.models import Message, ToolArgument
 from threadmem.search import search_memory
+from threadmem.search.database import (
+    TOKEN_INDEXES,
+    TOKENS_VERSION,
+    forget_probe,
+    token_indexes_create,
+    token_indexes_drop,
+)
 from threadmem.search.literal import dialects
-from threadmem.search.literal.dialects import TOKENS_VERSION
-from threadmem.search.literal.tokens import token_indexes_create, token_indexes_drop
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
@@ -30,54 +39,44 @@ on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="th
 @pytest.mark.parametrize(
     ("term", "query"),
     [
-        # Exact lexemes alone when there are any: two whole runs in a row, a whole run in no pair.
-        ("/srv/presamar/ru35.log", "'srv|presamar' & 'presamar|ru35'"),
+        # Exact lexemes alone when there are any: the links of runs whose meeting ends the term shows in full
+        # (six of the first's end, four of the second's start), a whole run in no link.
+        ("/srv/presamar/ru35.log", "'vrs|pres' & 'ramase|ru35'"),
+        ("prebak-170.internal", "'kaberp|170' & '071|inte'"),
+        ("--Force-Push", "'ecrof|push'"),
+        ("ticket-4711/", "'tekcit|4711'"),
         ("-abc-", "'abc'"),
-        # Else the prefixes: the last run after a whole one, the first run before one (reversed).
-        ("prebak-170.internal", "'~071|kaberp':* & '170|internal':*"),
-        ("--Force-Push", "'force|push':*"),
-        ("ticket-4711/", "'~1174|tekcit':*"),
-        ("-abc- x", "'abc|x':*"),
-        ("x-" + "A" * 40 + "-y", f"'~{'a' * TOKEN_CHARS}|x':* & '{'a' * TOKEN_CHARS}|y':*"),
-        # Two open runs of four characters or more: the junction where they meet, the second's start first,
-        # then six of the first's end, reversed; a prefix when the first is shorter (a field's run may be longer).
-        ("connection refused", "'^refu|noitce'"),
-        ("Connection: REFUSED", "'^refu|noitce'"),
-        ("tion refused", "'^refu|noit':*"),
-        # One run, or two open runs, one of them shorter: each may sit inside a longer run of a field.
+        ("connection refused", "'noitce|refu'"),
+        ("Connection: REFUSED", "'noitce|refu'"),
+        # Else the prefixes: a short last run may start a longer one of the field.
+        ("-abc- x", "'cba|x':*"),
+        ("settings.py", "'sgnitt|py':*"),
+        ("x-" + "A" * 40 + "-y", "'aaaaaa|y':*"),
+        # One run, or a first run too short to give the link's end: each may sit inside a longer run of a field.
         ("error", None),
         ("kalomi", None),
-        ("con refused", None),
-        ("settings.py", None),
+        ("tion refused", None),
+        ("ru35.log", None),
         # Not ASCII: a Unicode case mapping could meet an ASCII letter.
         ("café-170.x", None),
     ],
 )
-def test_a_term_asks_for_what_its_pairs_and_whole_runs_need_of_a_field(term, query):
+def test_a_term_asks_for_what_its_links_and_whole_runs_need_of_a_field(term, query):
     assert token_query(term) == query
 
 
-def test_field_tokens_are_runs_cut_to_the_limit_and_each_two_runs_in_a_row_both_ways():
+def test_field_tokens_are_runs_cut_to_the_limit_and_the_link_of_each_two_runs_in_a_row():
     long = "x" + "y" * 40 + "z"
     runs = {"ab", "cd", "t", long[:TOKEN_CHARS]}
-    pairs = {"ab|cd", "cd|t", f"t|{long[:TOKEN_CHARS]}", f"{long[:TOKEN_CHARS]}|ab"}
-    reversed_pairs = {"~dc|ba", "~t|dc", f"~{long[::-1][:TOKEN_CHARS]}|t", f"~ba|{long[::-1][:TOKEN_CHARS]}"}
-    assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | pairs | reversed_pairs
+    links = {"ba|cd", "dc|t", "t|xyyy", "zyyyyy|ab"}
+    assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | links
     assert field_tokens("") == set()
-    # Two runs of four characters or more also meet in a junction: the second's first four, the first's last six
-    # at most, reversed.
-    assert field_tokens("reConnection REFUSEDly") == {
-        "reconnection",
-        "refusedly",
-        "reconnection|refusedly",
-        "~yldesufer|noitcennocer",
-        "^refu|noitce",
-    }
-    assert "^refu|noit" in field_tokens("tion refused")
+    assert field_tokens("reConnection REFUSEDly") == {"reconnection", "refusedly", "noitce|refu"}
+    assert field_tokens("function refused") == {"function", "refused", "noitcn|refu"}
     distinct = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
     assert field_tokens(distinct) == {UNINDEXED_TOKEN}
-    # Just under: each eight-digit run gives itself (8 bytes), two pairs with the next (17 and 18) and a junction (12).
-    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 55 - 1)))
+    # Just under: each eight-digit run gives itself (8 bytes) and a link with the next (at most 11).
+    assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 19 - 1)))
 
 
 @on_postgresql
@@ -87,8 +86,8 @@ def test_the_index_function_holds_the_tokens_lib_tokens_names():
     alphabet = "aZ09-_./ é\u212a\u0130\n\tXyz"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(400)]
     texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1)))  # past the tsvector's room
-    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 55 - 1)))  # just under it
-    texts.append("reConnection REFUSEDly " + "Q" * 40 + " abcd efg hijk tion refused")  # junctions, a long run
+    texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 19 - 1)))  # just under it
+    texts.append("reConnection REFUSEDly " + "Q" * 40 + " abcd efg hijk tion refused")  # links, a long run
     with connection.cursor() as cursor:
         for text in texts:
             cursor.execute("SELECT array_to_string(tsvector_to_array(threadmem_tokens(%s)), ' ')", [text])
@@ -103,7 +102,7 @@ QUERIES = (*TERMS, "kalomi", "zz-prebak-170.internal", "PREBAK-170.INTERNAL conn
 
 
 @pytest.fixture
-def seeded(owner, other):
+def seeded(owner, other, admin):
     rng = random.Random(19)
     decoys = (
         "xprebak-170.internals",
@@ -111,7 +110,7 @@ def seeded(owner, other):
         "/srv/presamar/ru35.logs",
         "ticket-47110",
         "refusedx",
-        # The junction of "connection refused" ('^refu|noitce') without the phrase, and 1.2's ('^tion|refu').
+        # The link of "connection refused" ('noitce|refu') without the phrase, and one that differs at six.
         "connection  refused",
         "reconnection refusal",
         "connection-refused",
@@ -141,6 +140,18 @@ def seeded(owner, other):
     big = make_thread(owner, channel="tokens-big")
     unindexed = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
     append(big, {"role": "tool", "content": f"{unindexed} prebak-170.internal --force-push"})
+    # Newest, what no persona's global search may list (an isolated thread, an isolated message; returned), and a
+    # fork whose own messages are listed beside its parent's.
+    hidden = make_thread(owner, channel="tokens-isolated")
+    append(hidden, {"role": "tool", "content": " ".join(TERMS)})
+    services.thread_set_isolated(thread=hidden, isolated=True, actor=admin)
+    (isolated,) = append(big, {"role": "tool", "content": "connection refused at prebak-170.internal, isolated"})
+    services.message_set_isolated(message=isolated, isolated=True, actor=admin)
+    _, fork = fork_at_middle(
+        big, "tokens-fork", "ticket-4711/ before", "/srv/presamar/ru35.log at", "--force-push after"
+    )
+    append(fork, {"role": "tool", "content": "in the fork: prebak-170.internal connection refused"})
+    return {message.id for message in Message.objects.filter(thread=hidden)} | {isolated.id}
 
 
 def listing(user, query):
@@ -154,10 +165,9 @@ INDEXES = ["tokens", "trigrams"] if connection.vendor == "postgresql" else ["tri
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("index", INDEXES)
-@pytest.mark.parametrize("persona", ["operator", "owner", "other"])
+@pytest.mark.parametrize("persona", ["operator", "owner", "other", "admin"])
 def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona, index):
-    if index == "tokens":
-        request.getfixturevalue("token_indexes")
+    request.getfixturevalue("token_indexes" if index == "tokens" else "without_token_indexes")
     assert dialects.dialect().has_tokens is (index == "tokens")
     user = request.getfixturevalue(persona)
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes too
@@ -168,6 +178,7 @@ def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, setti
         hits, total = listing(user, query)
         assert indexed[query] == (hits, total), query
         assert total > 0 or query.startswith("zz"), query
+        assert not {hit.message_id for hit in hits} & seeded, query
 
 
 @on_postgresql
@@ -192,27 +203,33 @@ def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(
     assert not any("threadmem_tokens" in q["sql"] for q in queries.captured_queries)
 
 
-@pytest.mark.django_db
-def test_the_token_index_command_creates_reports_and_drops_it():
+def status() -> str:
     out = StringIO()
     call_command("token_index", "status", stdout=out)
+    return out.getvalue().strip()
+
+
+ON = "token index: on (message_content_tokens, toolarg_value_tokens)"
+
+
+@pytest.mark.django_db
+def test_the_token_index_is_on_by_default_and_the_command_drops_reports_and_creates_it():
     available = connection.vendor == "postgresql" and dialects.has_search_extension()
-    assert out.getvalue().strip() == (
-        "token index: off, available"
-        if available
-        else f"token index: off, unavailable (needs threadmem_search {TOKENS_VERSION})"
-    )
     if not available:
-        with pytest.raises(CommandError, match=f"needs PostgreSQL with threadmem_search {re.escape(TOKENS_VERSION)}"):
+        assert status().startswith("token index: off, unavailable (needs ")
+        with pytest.raises(CommandError, match="needs PostgreSQL with threadmem_search"):
             call_command("token_index", "create", stdout=StringIO())
         assert not dialects.dialect().has_tokens
         return
-    call_command("token_index", "create", stdout=out)
-    assert "token index: on (message_content_tokens, toolarg_value_tokens)" in out.getvalue()
+    assert status() == ON
     assert dialects.dialect().has_tokens
-    call_command("token_index", "drop", stdout=out)
-    assert out.getvalue().strip().endswith("token index: off, available")
+    call_command("token_index", "drop", stdout=StringIO())
+    assert status() == "token index: off, available (token_index create builds it)"
     assert not dialects.dialect().has_tokens
+    out = StringIO()
+    call_command("token_index", "create", stdout=out)
+    assert out.getvalue().strip() == ON
+    assert dialects.dialect().has_tokens
 
 
 @on_postgresql
@@ -227,10 +244,10 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
     terms = [term for term in found if token_query(term) is not None and 6 <= len(term) <= 80]
     terms = random.Random(11).sample(terms, min(40, len(terms)))
     assert len(terms) >= 30
-    # Two words of the session's own prose, each open at its end: the junction ('^refu|noitce') narrows them.
-    phrases = sorted(set(re.findall(r"\b[A-Za-z]{4,} [A-Za-z]{4,}\b", text)))
+    # Two words of the session's own prose, each open at its end: their link ('noitce|refu') narrows them.
+    phrases = sorted(set(re.findall(r"\b[A-Za-z]{6,} [A-Za-z]{4,}\b", text)))
     terms += random.Random(12).sample(phrases, 20)
-    assert all(token_query(term).startswith("'^") for term in terms[-20:])
+    assert all(re.fullmatch(r"'[a-z]{6}\|[a-z]{4}'", token_query(term)) for term in terms[-20:])
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     indexed = {term: listing(operator, term) for term in terms}
     settings.THREADMEM_SEARCH_PATH = "scan"
@@ -240,31 +257,23 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
 
 @on_postgresql
 @pytest.mark.django_db
-def test_migrations_leave_the_extension_at_the_version_whose_tokens_have_junctions():
+def test_migrations_leave_the_extension_at_the_version_whose_tokens_have_links_and_the_index_on():
     skip_without_search_extension()
     with connection.cursor() as cursor:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'")
         assert cursor.fetchone() == (TOKENS_VERSION,)
         cursor.execute("SELECT tsvector_to_array(threadmem_tokens('Connection refused'))")
-        assert "^refu|noitce" in cursor.fetchone()[0]
+        assert "noitce|refu" in cursor.fetchone()[0]
+    assert status() == ON
 
 
 @on_postgresql
 @pytest.mark.usefixtures("token_indexes")
-def test_a_token_index_is_left_unused_while_the_extension_predates_junctions():
-    """Migrations 0015 and 0017 move the version last: until then an index built before holds other junctions.
-
-    A database migrated before the server had the version is moved by ``token_index create``, rebuilding first.
-    """
-
-    def status() -> str:
-        out = StringIO()
-        call_command("token_index", "status", stdout=out)
-        return out.getvalue().strip()
-
+def test_a_token_index_is_left_unused_while_the_extension_predates_links():
+    """At 1.3 an index holds 1.3's lexemes: unused until rebuilt, and only then does the version move."""
     with connection.cursor() as cursor:
-        cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.2'")
-    connection.threadmem_search_extension = None
+        cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.3'")
+    forget_probe()
     assert not dialects.dialect().has_tokens
     unused = "token index: unused (message_content_tokens, toolarg_value_tokens)"
     assert status() == f"{unused}: make pg-extension, then token_index create"
@@ -273,34 +282,105 @@ def test_a_token_index_is_left_unused_while_the_extension_predates_junctions():
     statements = [q["sql"] for q in queries.captured_queries]
     rebuilt = [sql for sql in statements if sql.startswith("REINDEX INDEX")]
     assert rebuilt == ["REINDEX INDEX message_content_tokens", "REINDEX INDEX toolarg_value_tokens"]
-    assert statements.index(rebuilt[-1]) < statements.index(
-        f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'"
-    )
+    moved = f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'"
+    assert statements.index(rebuilt[-1]) < statements.index(moved)
     assert dialects.dialect().has_tokens
-    assert status() == "token index: on (message_content_tokens, toolarg_value_tokens)"
+    assert status() == ON
+
+
+MIGRATION = importlib.import_module("threadmem.migrations.0022_token_index_default")
+BUILDS = [
+    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} USING gin (threadmem_tokens({column}))"
+    for name, table, column in TOKEN_INDEXES
+]
+
+
+def migrate_0022() -> list[str]:
+    with CaptureQueriesContext(connection) as queries, connection.schema_editor(atomic=False) as editor:
+        MIGRATION.forward(None, editor)
+    forget_probe()
+    return [q["sql"] for q in queries.captured_queries if q["sql"].startswith(("REINDEX", "ALTER", "CREATE", "DROP"))]
+
+
+def found_by_the_token_index(user, term: str) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        total = search_memory(user=user, query=term).literal_hits_total
+    assert any("threadmem_tokens(m.content) @@" in q["sql"] for q in queries.captured_queries), term
+    return total
 
 
 @on_postgresql
 @pytest.mark.django_db(transaction=True)
-def test_a_version_step_rebuilds_the_token_index_only_for_the_servers_newest_version():
-    """Migrations 0015 and 0017: from 1.1, 0015 only moves the version (its rebuild would give 1.3's lexemes)."""
+def test_migration_0022_moves_a_store_with_the_old_index_and_builds_one_where_there_is_none(operator):
     skip_without_search_extension()
-    token_indexes_create()
+    append(make_thread(operator, channel="moved"), {"role": "tool", "content": "deployed to prebak-170.internal"})
     try:
         with connection.cursor() as cursor:
-            cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.1'")
-        steps = [(("1.0", "1.1"), "1.2", 0), (("1.0", "1.1", "1.2"), TOKENS_VERSION, 2), (("1.2",), TOKENS_VERSION, 0)]
-        for before, version, rebuilt in steps:
-            with CaptureQueriesContext(connection) as queries, connection.schema_editor(atomic=False) as editor:
-                rebuild_token_indexes_then_update(editor, before=before, version=version)
-            assert sum("REINDEX INDEX CONCURRENTLY" in q["sql"] for q in queries.captured_queries) == rebuilt
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'")
-                assert cursor.fetchone() == (version,)
-        connection.threadmem_search_extension = None
-        assert dialects.dialect().has_tokens
-    finally:
+            cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.3'")
+        forget_probe()
+        assert not dialects.dialect().has_tokens
+        assert migrate_0022() == [
+            "REINDEX INDEX CONCURRENTLY message_content_tokens",
+            "REINDEX INDEX CONCURRENTLY toolarg_value_tokens",
+            f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'",
+            *BUILDS,  # IF NOT EXISTS: nothing to build
+        ]
+        assert status() == ON
+        assert found_by_the_token_index(operator, "prebak-170.internal") == 1
         token_indexes_drop()
-        with connection.cursor() as cursor:
-            cursor.execute(f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'")
-        connection.threadmem_search_extension = None
+        assert status() == "token index: off, available (token_index create builds it)"
+        assert migrate_0022() == BUILDS
+        assert status() == ON
+        assert found_by_the_token_index(operator, "prebak-170.internal") == 1
+        assert migrate_0022() == BUILDS  # again: nothing to do
+    finally:
+        token_indexes_create()
+
+
+@on_postgresql
+@pytest.mark.django_db(transaction=True)
+def test_appends_racing_a_concurrent_build_lose_nothing_and_status_shows_the_build(operator):
+    """The build waits for a writer's open transaction (status shows that phase), appends go on all along."""
+    skip_without_search_extension()
+    thread = make_thread(operator, channel="race")
+    terms = [f"race-{n:04d}.internal" for n in range(100)]
+    for term in terms:
+        append(thread, {"role": "tool", "content": f"host {term} up"})
+    token_indexes_drop()
+    writer = other_session()
+    writer.execute("LOCK TABLE threadmem_message IN ROW EXCLUSIVE MODE")  # a writer's open transaction
+    failures: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            token_indexes_create(concurrently=True)
+        except BaseException as exc:
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    try:
+        seen = ""
+        for _ in range(500):
+            seen = status()
+            if "waiting for writers" in seen:
+                break
+            time.sleep(0.01)
+        assert seen.startswith("token index: building (threadmem_message: waiting for writers before build"), seen
+        assert "search answers without it meanwhile" in seen
+        assert not dialects.dialect().has_tokens
+        while len(terms) < 130 or (builder.is_alive() and len(terms) < 2000):
+            term = f"race-{len(terms):04d}.internal"
+            append(thread, {"role": "tool", "content": f"host {term} up"})
+            terms.append(term)
+            if len(terms) == 120:
+                writer.commit()  # the build goes on while appends do
+    finally:
+        writer.close()
+        builder.join(60)
+    assert not failures
+    assert status() == ON
+    assert dialects.dialect().has_tokens
+    assert all(found_by_the_token_index(operator, term) == 1 for term in terms)

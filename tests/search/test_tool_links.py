@@ -11,9 +11,8 @@ from tests.support.factories import append
 from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.models import Message
-from threadmem.search import message_context_read, search_memory
+from threadmem.search import database, message_context_read, search_memory
 from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.literal import dialects
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match", "link_form")]
 
@@ -22,10 +21,10 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match", "li
 def link_form(request, monkeypatch):
     """PostgreSQL looks links up with threadmem_hit_link (links.py); the inline SQL must answer the same."""
     if request.param == "inline":
-        probe = dialects._probe
-        monkeypatch.setattr(dialects, "_probe", lambda: (*probe()[:2], False))
+        probe = database._probe
+        monkeypatch.setattr(database, "_probe", lambda: (*probe()[:2], False))
     else:
-        assert dialects._probe()[2], "the link function is created after migrations (apps.py)"
+        assert database._probe()[2], "the link function is created after migrations (apps.py)"
     return request.param
 
 

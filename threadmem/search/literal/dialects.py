@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import connection
 
 from threadmem.lib.terms import fold
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.database import capabilities
 from threadmem.search.tuning import SearchTuning
 
 
@@ -308,71 +308,6 @@ def trigram_pattern(term: str) -> str:
     """
     marked = (c.translate(_LIKE_SPECIALS) if c.isalnum() else f"%{c.translate(_LIKE_SPECIALS)}%" for c in term)
     return f"%{''.join(marked)}%"
-
-
-# threadmem_tokens as lib/tokens.py describes it: threadmem_search 1.3 or later (migrations 0015 and 0017
-# rebuilt a token index built before); unknown versions are assumed later.
-TOKENS_VERSION = "1.3"
-TOKENS_FUNCTION_SQL = (
-    "coalesce((SELECT extversion NOT IN ('1.0', '1.1', '1.2') FROM pg_extension WHERE extname = 'threadmem_search'), "
-    "false)"
-)
-
-TOKEN_INDEX_NAMES = ("message_content_tokens", "toolarg_value_tokens")
-_PROBE_SQL = (
-    "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
-    "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
-    "AND o.opcname = 'threadmem_trgm_ops'), "
-    "to_regclass('message_content_tokens') IS NOT NULL AND to_regclass('toolarg_value_tokens') IS NOT NULL "
-    f"AND {TOKENS_FUNCTION_SQL}, "
-    "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL, "
-    "(SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'), "
-    f"{TOKENS_FUNCTION_SQL}, " + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in TOKEN_INDEX_NAMES)
-)
-
-
-@dataclass(frozen=True)
-class DatabaseCapabilities:
-    """What the database offers search, whatever the settings make of it (``dialect`` applies them)."""
-
-    vendor: str
-    trigram_ops: bool = False  # threadmem_search's operator class serves both trigram indexes
-    token_indexes: bool = False  # both token indexes, and threadmem_tokens of TOKENS_VERSION or later
-    link_function: bool = False  # threadmem_hit_link (links.py)
-    extension_version: str | None = None  # threadmem_search's installed version; None: not installed
-    tokens_function: bool = False  # threadmem_tokens of TOKENS_VERSION or later
-    token_index_names: frozenset[str] = frozenset()  # the token indexes that exist, all or some
-
-
-def _probe() -> tuple[Any, ...]:
-    """PostgreSQL: the fields of ``DatabaseCapabilities`` after ``vendor``, in order.
-
-    Once per connection, on the driver's cursor (not one of a search's statements); again after migrations
-    (apps.py) or the token index command, which clear ``connection.threadmem_search_extension``.
-    """
-    connection.ensure_connection()
-    raw = connection.connection
-    probed = getattr(connection, "threadmem_search_extension", None)
-    if probed is None or probed[0] is not raw:
-        with raw.cursor() as cursor:
-            cursor.execute(_PROBE_SQL)
-            found = cursor.fetchone()
-        names = frozenset(name for name, exists in zip(TOKEN_INDEX_NAMES, found[5:], strict=True) if exists)
-        probed = (raw, *(bool(value) for value in found[:3]), found[3], bool(found[4]), names)
-        connection.threadmem_search_extension = probed
-    return probed[1:]
-
-
-def capabilities(*, fresh: bool = False) -> DatabaseCapabilities:
-    """The database's capabilities: every module of search reads them here, none probes on its own.
-
-    ``fresh``: probe again now (the token index command reports the database as it is).
-    """
-    if fresh:
-        connection.threadmem_search_extension = None
-    if connection.vendor == "postgresql":
-        return DatabaseCapabilities(connection.vendor, *_probe())
-    return DatabaseCapabilities(connection.vendor)
 
 
 def has_search_extension() -> bool:

@@ -1,6 +1,6 @@
 """The global scope's token branches: a term's fields found in the token index, re-checked newest first.
 
-The token index (migration 0014, ``threadmem/lib/tokens.py``) selects every
+The token index (``search/database.py``, ``threadmem/lib/tokens.py``) selects every
 field that can hold the term, from exact posting lists. The branch sorts
 those fields' ids, newest first, reading only the rows' small columns (the
 scope and searchability), and re-checks the text literally one field at a
@@ -19,74 +19,7 @@ from django.db import connection
 
 from threadmem.lib.tokens import UNINDEXED_QUERY, token_query, word_lexeme
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal.dialects import TOKEN_INDEX_NAMES, TOKENS_VERSION, Dialect, capabilities
-
-# The token indexes: opt-in (``manage.py token_index``), as they slow appends
-# (figures: docs/scaling.md).
-TOKEN_INDEXES = tuple(
-    zip(TOKEN_INDEX_NAMES, ("threadmem_message", "threadmem_toolargument"), ("content", "value"), strict=True)
-)
-
-
-class TokenIndexUnavailable(Exception):
-    """The database cannot hold the token index: not PostgreSQL, or no threadmem_search TOKENS_VERSION."""
-
-
-def token_index_state() -> dict[str, bool]:
-    """Which token indexes exist (and whether the database has ``threadmem_tokens`` at all, as ``"function"``)."""
-    found = capabilities(fresh=True)
-    return {
-        "function": found.tokens_function,
-        **{name: name in found.token_index_names for name, _, _ in TOKEN_INDEXES},
-    }
-
-
-# The database's extension, when the server offers TOKENS_VERSION (pg_available_extension_versions).
-_UPDATABLE_SQL = (
-    "SELECT e.extversion FROM pg_extension e WHERE e.extname = 'threadmem_search' AND EXISTS "
-    "(SELECT 1 FROM pg_available_extension_versions v WHERE v.name = e.extname AND v.version = %s)"
-)
-
-
-def token_indexes_create(*, concurrently: bool = False) -> None:
-    """Build the token indexes (``concurrently``: without blocking appends, outside a transaction), then ANALYZE.
-
-    A database migrated before the server had threadmem_search TOKENS_VERSION
-    (``make pg-extension`` after ``migrate``: migration 0017 found nothing to
-    do) is moved to it first, as that migration would have: a token index
-    built before is rebuilt, then the version moves.
-    """
-    state = token_index_state()
-    how = "CONCURRENTLY " if concurrently else ""
-    unavailable = TokenIndexUnavailable(
-        f"the token index needs PostgreSQL with threadmem_search {TOKENS_VERSION} (make pg-extension)"
-    )
-    if connection.vendor != "postgresql":
-        raise unavailable
-    with connection.cursor() as cursor:
-        if not state["function"]:
-            cursor.execute(_UPDATABLE_SQL, [TOKENS_VERSION])
-            if cursor.fetchone() is None:
-                raise unavailable
-            for name, _table, _column in TOKEN_INDEXES:
-                if state[name]:
-                    cursor.execute(f"REINDEX INDEX {how}{name}")
-            cursor.execute(f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'")
-        for name, table, column in TOKEN_INDEXES:
-            cursor.execute(f"CREATE INDEX {how}IF NOT EXISTS {name} ON {table} USING gin (threadmem_tokens({column}))")
-        for _name, table, _column in TOKEN_INDEXES:
-            cursor.execute(f"ANALYZE {table}")
-    connection.threadmem_search_extension = None  # probe again (dialects._probe)
-    forget_common_words()
-
-
-def token_indexes_drop() -> None:
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        for name, _table, _column in TOKEN_INDEXES:
-            cursor.execute(f"DROP INDEX IF EXISTS {name}")
-    connection.threadmem_search_extension = None
+from threadmem.search.literal.dialects import Dialect
 
 
 def token_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> dict[int, str]:
@@ -121,7 +54,9 @@ def common_words() -> dict[str, float]:
     cached = getattr(connection, "threadmem_common_words", None)
     if cached is not None and cached[0] > time.monotonic():
         return cached[1]
-    with connection.cursor() as cursor:
+    # On the driver's cursor, as the capabilities' probe: a catalogue read once a minute, not a search's statement.
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor:
         cursor.execute(_COMMON_WORDS_SQL)
         found = cursor.fetchone()
     words: dict[str, float] = {}
@@ -134,7 +69,7 @@ def common_words() -> dict[str, float]:
 
 
 def forget_common_words() -> None:
-    """Read the index statistics again at the next search (after ANALYZE)."""
+    """Read the index statistics again at the next search (after ANALYZE; ``database.forget_probe`` also does)."""
     connection.threadmem_common_words = None
 
 

@@ -51,3 +51,12 @@ CREATE OPERATOR CLASS threadmem_trgm_ops FOR TYPE text USING gin AS
     FUNCTION 4 gin_trgm_consistent (internal, int2, text, int4, internal, internal, internal, internal),
     FUNCTION 6 gin_trgm_triconsistent (internal, int2, text, int4, internal, internal, internal),
     STORAGE int4;
+
+-- A field's lexemes as a tsvector without positions (pg/threadmem_tokens.c):
+-- each run of ASCII letters and digits, lowered, cut to 32 bytes, and for
+-- each two runs in a row their link, the first's last six bytes reversed,
+-- '|', the second's first four. What the token indexes hold. Costly to the
+-- planner, so it reads the index instead of computing this for every row.
+CREATE FUNCTION threadmem_tokens(text) RETURNS tsvector
+AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE COST 1000;
+COMMENT ON FUNCTION threadmem_tokens(text) IS 'threadmem: a field''s runs and the links of each two in a row, for the token index';
