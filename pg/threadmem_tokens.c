@@ -4,8 +4,9 @@
  * A run is a maximal run of ASCII letters and digits, lowered; every other
  * byte separates runs (non-ASCII characters included). The lexemes are each
  * run's first TOKEN_CHARS bytes and, for each two runs in a row, their link:
- * the first's last LINK_TAIL_CHARS bytes at most, reversed, "|", the second's
- * first LINK_HEAD_CHARS at most. A link says the runs are neighbours, which
+ * the first's last LINK_TAIL_CHARS bytes at most, reversed, the byte between
+ * them when it is one of LINK_SEPARATORS (else "|"), the second's first
+ * LINK_HEAD_CHARS at most. A link says the runs are neighbours, which
  * single lexemes cannot (a large field holds most common runs somewhere), and
  * it holds the two ends that meet, so it serves a term whose first run may
  * end a longer run of the field and whose last may start one ("connection
@@ -30,6 +31,8 @@
 #define LINK_TAIL_CHARS 6
 #define LINK_HEAD_CHARS 4
 #define LINK_CHARS (LINK_TAIL_CHARS + 1 + LINK_HEAD_CHARS)
+/* A link's middle: the one byte between the two runs when it is one of these, else '|'. */
+#define LINK_SEPARATORS " ./\\-_:"
 #define UNINDEXED_BYTES 500000
 #define UNINDEXED_TOKEN "!all"
 
@@ -139,6 +142,7 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 	Size		links_used = 0;
 	const char *previous = NULL;
 	Size		previous_length = 0;
+	Size		previous_end = 0;
 	Lexemes		lexemes = {0};
 	Size		i = 0;
 
@@ -175,15 +179,18 @@ threadmem_tokens(PG_FUNCTION_ARGS)
 			int			tail = Min(previous_length, LINK_TAIL_CHARS);
 			int			head = Min(run, LINK_HEAD_CHARS);
 
+			bool		one = start - previous_end == 1 && bytes[previous_end] != 0 && strchr(LINK_SEPARATORS, bytes[previous_end]) != NULL;
+
 			for (int k = 0; k < tail; k++)
 				link[k] = previous[previous_length - 1 - k];
-			link[tail] = '|';
+			link[tail] = one ? (char) bytes[previous_end] : '|';
 			memcpy(link + tail + 1, lowered + start, head);
 			if (add_lexeme(&lexemes, link, tail + 1 + head))
 				links_used += tail + 1 + head;
 		}
 		previous = lowered + start;
 		previous_length = run;
+		previous_end = i;
 	}
 	if (lexemes.bytes >= UNINDEXED_BYTES)
 	{

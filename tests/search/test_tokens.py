@@ -41,17 +41,19 @@ on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="th
     [
         # Exact lexemes alone when there are any: the links of runs whose meeting ends the term shows in full
         # (six of the first's end, four of the second's start), a whole run in no link.
-        ("/srv/presamar/ru35.log", "'vrs|pres' & 'ramase|ru35'"),
-        ("prebak-170.internal", "'kaberp|170' & '071|inte'"),
-        ("--Force-Push", "'ecrof|push'"),
-        ("ticket-4711/", "'tekcit|4711'"),
+        ("/srv/presamar/ru35.log", "'vrs/pres' & 'ramase/ru35'"),
+        ("\\srv\\presamar\\ru35.log", "'vrs\\\\pres' & 'ramase\\\\ru35'"),
+        ("prebak-170.internal", "'kaberp-170' & '071.inte'"),
+        ("--Force-Push", "'ecrof-push'"),
+        ("ticket-4711/", "'tekcit-4711'"),
         ("-abc-", "'abc'"),
-        ("connection refused", "'noitce|refu'"),
-        ("Connection: REFUSED", "'noitce|refu'"),
+        ("connection refused", "'noitce refu'"),
+        ("Connection: REFUSED", "'noitce|refu'"),  # two characters between: any other separator
         # Else the prefixes: a short last run may start a longer one of the field.
         ("-abc- x", "'cba|x':*"),
-        ("settings.py", "'sgnitt|py':*"),
-        ("x-" + "A" * 40 + "-y", "'aaaaaa|y':*"),
+        ("settings.py", "'sgnitt.py':*"),
+        ("x-" + "A" * 40 + "-y", "'aaaaaa-y':*"),
+        ("a=b=cdef", "'b|cdef'"),
         # One run, or a first run too short to give the link's end: each may sit inside a longer run of a field.
         ("error", None),
         ("kalomi", None),
@@ -68,14 +70,24 @@ def test_a_term_asks_for_what_its_links_and_whole_runs_need_of_a_field(term, que
 def test_field_tokens_are_runs_cut_to_the_limit_and_the_link_of_each_two_runs_in_a_row():
     long = "x" + "y" * 40 + "z"
     runs = {"ab", "cd", "t", long[:TOKEN_CHARS]}
-    links = {"ba|cd", "dc|t", "t|xyyy", "zyyyyy|ab"}
+    links = {"ba-cd", "dc|t", "t|xyyy", "zyyyyy ab"}
     assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | links
     assert field_tokens("") == set()
-    assert field_tokens("reConnection REFUSEDly") == {"reconnection", "refusedly", "noitce|refu"}
-    assert field_tokens("function refused") == {"function", "refused", "noitcn|refu"}
+    assert field_tokens("reConnection REFUSEDly") == {"reconnection", "refusedly", "noitce refu"}
+    assert field_tokens("function refused") == {"function", "refused", "noitcn refu"}
+    # The one character between two runs, when it is a usual separator; "|" for any other, or for several.
+    assert field_tokens("C:\\x\\srv/a.b_c:d|e") == {"c", "x", "srv", "a", "b", "d", "e"} | {
+        "c|x",
+        "x\\srv",
+        "vrs/a",
+        "a.b",
+        "b_c",
+        "c:d",
+        "d|e",
+    }
     distinct = " ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1))
     assert field_tokens(distinct) == {UNINDEXED_TOKEN}
-    # Just under: each eight-digit run gives itself (8 bytes) and a link with the next (at most 11).
+    # Just under: each eight-digit run gives itself (8 bytes) and a link with the next (11).
     assert UNINDEXED_TOKEN not in field_tokens(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 19 - 1)))
 
 
@@ -83,16 +95,16 @@ def test_field_tokens_are_runs_cut_to_the_limit_and_the_link_of_each_two_runs_in
 @pytest.mark.usefixtures("token_indexes")
 def test_the_index_function_holds_the_tokens_lib_tokens_names():
     rng = random.Random(14)
-    alphabet = "aZ09-_./ é\u212a\u0130\n\tXyz"
+    alphabet = "aZ09-_./\\:|= é\u212a\u0130\n\tXyz"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(400)]
     texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 8 + 1)))  # past the tsvector's room
     texts.append(" ".join(f"{n:08x}" for n in range(UNINDEXED_BYTES // 19 - 1)))  # just under it
     texts.append("reConnection REFUSEDly " + "Q" * 40 + " abcd efg hijk tion refused")  # links, a long run
     with connection.cursor() as cursor:
         for text in texts:
-            cursor.execute("SELECT array_to_string(tsvector_to_array(threadmem_tokens(%s)), ' ')", [text])
+            cursor.execute("SELECT tsvector_to_array(threadmem_tokens(%s))", [text])
             (tokens,) = cursor.fetchone()
-            assert set(tokens.split()) == field_tokens(text), text[:80]
+            assert set(tokens) == field_tokens(text), text[:80]
 
 
 # Each term meets fields where it is a whole run, starts or ends or sits inside a longer run, in other
@@ -110,7 +122,7 @@ def seeded(owner, other, admin):
         "/srv/presamar/ru35.logs",
         "ticket-47110",
         "refusedx",
-        # The link of "connection refused" ('noitce|refu') without the phrase, and one that differs at six.
+        # The link of "connection refused" ('noitce refu') without the phrase, and one that differs at six.
         "connection  refused",
         "reconnection refusal",
         "connection-refused",
@@ -244,10 +256,10 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
     terms = [term for term in found if token_query(term) is not None and 6 <= len(term) <= 80]
     terms = random.Random(11).sample(terms, min(40, len(terms)))
     assert len(terms) >= 30
-    # Two words of the session's own prose, each open at its end: their link ('noitce|refu') narrows them.
+    # Two words of the session's own prose, each open at its end: their link ('noitce refu') narrows them.
     phrases = sorted(set(re.findall(r"\b[A-Za-z]{6,} [A-Za-z]{4,}\b", text)))
     terms += random.Random(12).sample(phrases, 20)
-    assert all(re.fullmatch(r"'[a-z]{6}\|[a-z]{4}'", token_query(term)) for term in terms[-20:])
+    assert all(re.fullmatch(r"'[a-z]{6} [a-z]{4}'", token_query(term)) for term in terms[-20:])
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     indexed = {term: listing(operator, term) for term in terms}
     settings.THREADMEM_SEARCH_PATH = "scan"
@@ -263,7 +275,7 @@ def test_migrations_leave_the_extension_at_the_version_whose_tokens_have_links_a
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'")
         assert cursor.fetchone() == (TOKENS_VERSION,)
         cursor.execute("SELECT tsvector_to_array(threadmem_tokens('Connection refused'))")
-        assert "noitce|refu" in cursor.fetchone()[0]
+        assert "noitce refu" in cursor.fetchone()[0]
     assert status() == ON
 
 
@@ -371,6 +383,7 @@ def test_appends_racing_a_concurrent_build_lose_nothing_and_status_shows_the_bui
         assert seen.startswith("token index: building (threadmem_message: waiting for writers before build"), seen
         assert "search answers without it meanwhile" in seen
         assert not dialects.dialect().has_tokens
+        assert search_memory(user=operator, query=terms[7]).literal_hits_total == 1  # answered meanwhile
         while len(terms) < 130 or (builder.is_alive() and len(terms) < 2000):
             term = f"race-{len(terms):04d}.internal"
             append(thread, {"role": "tool", "content": f"host {term} up"})

@@ -4,22 +4,26 @@ The token index (PostgreSQL with threadmem_search 2.0, whose
 ``threadmem_tokens`` in pg/threadmem_tokens.c computes them) holds, per
 field, a set of lexemes. For each maximal run of ``[A-Za-z0-9]``, lowered:
 its first ``TOKEN_CHARS`` characters. For each two runs in a row: their
-link ``tsrif|seco``, the first's last ``LINK_TAIL_CHARS`` characters at most,
-reversed, then the second's first ``LINK_HEAD_CHARS`` at most. Every other
-character separates runs, whatever it is: punctuation, spaces and non-ASCII
-letters alike.
+link ``tsrif/seco``: the first's last ``LINK_TAIL_CHARS`` characters at most,
+reversed, the one character between them when it is one of
+``LINK_SEPARATORS`` (else ``|``), then the second's first ``LINK_HEAD_CHARS``
+at most. Every other character separates runs, whatever it is: punctuation,
+spaces and non-ASCII letters alike.
 
 A term occurs in a field only if the field holds certain lexemes, which
 makes the index exact (never a missed hit), not just a good guess. For two
 runs in a row of the term, the field has the same two runs in a row, except
 that the term's first run may end a longer run of the field and its last may
-start one. So the link's tail is known when the first run is whole in the
+start one; what lies between two runs of the term lies between the field's
+(byte for byte: only ASCII terms are served), so the link's middle is known,
+and a path's other spelling (``\\srv\\x``) asks for other links than
+``/srv/x``. The link's tail is known when the first run is whole in the
 term (a separator before it) or has LINK_TAIL_CHARS characters or more, and
 its head when the second is whole or has LINK_HEAD_CHARS or more: then the
 field holds the link exactly; with the tail known and a short open second
 run, a link starting ``tsrif|se``. A first run too short to give the tail
 says nothing. The six characters of the first run's end tell ``connection
-refused`` (``noitce|refu``) from ``function refused`` (``noitcn|refu``).
+refused`` (``noitce refu``) from ``function refused`` (``noitcn refu``).
 
 A whole run in no such link is a lexeme of the field. A term that is one run
 may sit inside a longer run of the field (``kalomi`` in ``prekalomi``): it
@@ -27,7 +31,7 @@ says nothing the index can use.
 
 Links matter: a large field holds most common runs somewhere, so the runs of
 ``prebak-170.internal`` alone would leave thousands of fields to re-check,
-where ``kaberp|170`` and ``071|inte`` leave the few that have the host. One
+where ``kaberp-170`` and ``071.inte`` leave the few that have the host. One
 short link a pair is about half the lexemes of 1.3's forward pair, reversed
 pair and junction, for the same answers (docs/scaling.md).
 
@@ -43,8 +47,10 @@ from itertools import pairwise
 
 # A run longer than this is cut to it, in the index and in the query alike.
 TOKEN_CHARS = 32
-# A link: the first run's end (this many characters at most, reversed), LINK, the second's start.
+# A link: the first run's end (this many characters at most, reversed), the one character between the runs
+# when it is one of LINK_SEPARATORS (else LINK), the second's start.
 LINK = "|"
+LINK_SEPARATORS = " ./\\-_:"
 LINK_TAIL_CHARS = 6
 LINK_HEAD_CHARS = 4
 # A field whose lexemes would fill a tsvector (1 MB) is indexed as this one
@@ -67,15 +73,23 @@ def _tail(run: str) -> str:
     return run.lower()[::-1][:LINK_TAIL_CHARS]
 
 
-def _link(first: str, second: str) -> str:
-    return f"{_tail(first)}{LINK}{second.lower()[:LINK_HEAD_CHARS]}"
+def _link(first: str, between: str, second: str) -> str:
+    middle = between if len(between) == 1 and between in LINK_SEPARATORS else LINK
+    return f"{_tail(first)}{middle}{second.lower()[:LINK_HEAD_CHARS]}"
+
+
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery operand: quoted, its backslashes escaped."""
+    return "'" + lexeme.replace("\\", "\\\\") + "'"
 
 
 def field_tokens(text: str) -> set[str]:
     """The lexemes of ``text`` as the index holds them (the reference for pg/threadmem_tokens.c)."""
-    runs = _RUN.findall(text)
-    lexemes = {_cut(run) for run in runs}
-    lexemes.update(_link(first, second) for first, second in pairwise(runs))
+    matches = list(_RUN.finditer(text))
+    lexemes = {_cut(match.group()) for match in matches}
+    lexemes.update(
+        _link(first.group(), text[first.end() : second.start()], second.group()) for first, second in pairwise(matches)
+    )
     if sum(len(lexeme) for lexeme in lexemes) >= UNINDEXED_BYTES:
         return {UNINDEXED_TOKEN}
     return lexemes
@@ -96,14 +110,14 @@ def word_lexeme(term: str) -> str | None:
 def token_query(term: str) -> str | None:
     """The tsquery a field must match to contain ``term``, or None when no lexeme can narrow it.
 
-    ``'kaberp|170' & '071|inte'``: what the term's links and whole runs ask
+    ``'kaberp-170' & '071.inte'``: what the term's links and whole runs ask
     of a field (see above). A field too large to index holds
     ``UNINDEXED_QUERY``'s one lexeme instead, and can hold any term: search
     asks for those fields apart (``search/literal/tokens.py`` says why).
     Exact lexemes come alone when there are any: a prefix makes the index
     read every lexeme that starts with it, with all their fields, where an
-    exact one skips through its list. A lexeme holds letters, digits and
-    ``|`` only: quoting it in a tsquery needs no escaping.
+    exact one skips through its list. A lexeme holds letters, digits, ``|``
+    and LINK_SEPARATORS: quoted, with its backslashes escaped.
     """
     if not term.isascii():
         return None
@@ -117,12 +131,13 @@ def token_query(term: str) -> str | None:
         first, second = runs[index], runs[index + 1]
         if not whole[index] and len(first) < LINK_TAIL_CHARS:
             continue  # the field's run may be longer at its start: the link's tail is unknown
+        link = _link(first, term[matches[index].end() : matches[index + 1].start()], second)
         if whole[index + 1] or len(second) >= LINK_HEAD_CHARS:
-            exact.append(f"'{_link(first, second)}'")
+            exact.append(_quoted(link))
         else:  # the field's run may be longer at its end: its link holds more of it
-            prefixes.append(f"'{_link(first, second)}':*")
+            prefixes.append(f"{_quoted(link)}:*")
         linked.update((index, index + 1))
-    exact += [f"'{_cut(run)}'" for index, run in enumerate(runs) if whole[index] and index not in linked]
+    exact += [_quoted(_cut(run)) for index, run in enumerate(runs) if whole[index] and index not in linked]
     lexemes = exact or prefixes
     if not lexemes:
         return None
