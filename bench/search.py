@@ -28,7 +28,9 @@ of the thread) beside the trigram indexes forced. Global rows say whether the
 index answered, or the search fell back to the newest messages / ran out of
 its time budget (threadmem/search/literal/plan.py), and whether the answer
 is "complete": the hits and the count an exhaustive search (a scan of every
-message, THREADMEM_SEARCH_PATH=scan) gives for the same query.
+message, THREADMEM_SEARCH_PATH=scan) gives for the same query. Each global
+class runs in the default configuration (the token index) and with search not
+using it (THREADMEM_SEARCH_TOKENS=false), one after the other.
 The load average is printed before and after: on two shared cores every
 figure moves with whatever else runs.
 
