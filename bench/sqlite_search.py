@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import random
 import sqlite3
@@ -52,14 +51,12 @@ from bench.store import (  # noqa: E402  (sets DATABASE_URL to PostgreSQL: repla
     STORE_THREADS,
     STORE_USERS,
     STRESS_CHANNEL,
-    STRESS_KEYWORD,
-    STRESS_RESULT_CHARS,
-    STRESS_RESULTS,
     TextSource,
+    bench_users,
     log,
     make_pool,
     percentile,
-    store_size,
+    store_messages,
 )
 
 DEFAULT_PATH = Path(tempfile.gettempdir()) / f"threadmem-bench-sqlite-{STORE_MESSAGES}.sqlite3"
@@ -93,7 +90,6 @@ def remove_store() -> None:
 
 def build_store() -> None:
     """bench/store.py's build_store on SQLite; every rng draw is made in its order, so the rows are the same."""
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
 
@@ -101,15 +97,10 @@ def build_store() -> None:
     SQLITE_PATH.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     call_command("migrate", verbosity=0)
-    User = get_user_model()
     rng = random.Random(SEED)
     log(f"generating a {POOL_CHARS / 1e6:.0f}M-character text pool")
     source = TextSource(rng, make_pool(rng, POOL_CHARS))
-    owners = User.objects.bulk_create(
-        [User(username=f"bench-owner-{i}", password="!") for i in range(STORE_USERS)]
-        + [User(username="bench-operator", password="!", is_staff=True)]
-    )[:STORE_USERS]
-    owner_ids = [owner.id for owner in owners]
+    owner_ids = [owner.id for owner in bench_users()]
     # Django's connection keeps WAL mode; the load's own connection turns the journal off, which needs it closed.
     connection.close()
 
@@ -129,7 +120,6 @@ def build_store() -> None:
         "VALUES (?, ?, 1, ?, ?, ?, ?, ?, '', ?, ?, ?, NULL, ?)"
     )
     batch: list[tuple] = []
-    chars = 0
 
     def add(row: tuple) -> None:
         batch.append(row)
@@ -141,47 +131,8 @@ def build_store() -> None:
             batch.clear()
 
     log(f"inserting {STORE_MESSAGES:,} messages")
-    message_id = 0
-    for _ in range(STORE_MESSAGES):
-        message_id += 1
-        thread_id = rng.randint(1, STORE_THREADS)
-        seq = next_seq[thread_id]
-        next_seq[thread_id] += 1
-        role = ("user", "assistant", "tool")[seq % 3]
-        kind = "machine_event" if rng.random() < 0.02 else "message"
-        content = source.take(store_size(rng))
-        if message_id in rare_at:
-            middle = len(content) // 2
-            content = f"{content[:middle]} {RARE_TERM} {content[middle:]}"
-        tool_calls = "[]"
-        if role == "assistant" and rng.random() < 0.4:
-            command = source.take(rng.randint(20, 300)).replace("\n", " ")
-            path = f"/srv/app/{rng.randint(0, 5000)}/main.py"
-            call_id = f"call_{message_id}"
-            tool_calls = json.dumps([{"id": call_id, "name": "shell", "arguments": {"command": command, "cwd": path}}])
-            arguments.append((message_id, thread_id, 0, call_id, "shell", "command", command))
-            arguments.append((message_id, thread_id, 0, call_id, "shell", "cwd", path))
-        chars += len(content)
-        visible = rng.random() >= 0.01
-        isolated = rng.random() < 0.002
-        add((message_id, thread_id, seq, role, kind, content, tool_calls, f"s{thread_id}", visible, isolated, NOW))
-        if message_id % 100_000 == 0:
-            log(f"  {message_id:,} messages, {chars / 1e9:.2f} G characters")
-    # The stress thread, last: the newest messages in the store.
-    seq = 0
-    for index in range(STRESS_RESULTS):
-        for role in ("user", "assistant", "tool"):
-            message_id += 1
-            seq += 1
-            if role == "tool":
-                half = STRESS_RESULT_CHARS // 2
-                content = f"{source.take(half)} {STRESS_KEYWORD} {source.take(half)}"
-            else:
-                content = source.take(rng.randint(100, 600))
-                if index == 60 and role == "user":
-                    content = f"{content} {RARE_TERM}"
-            add((message_id, stress_thread_id, seq, role, "message", content, "[]", "s-stress", True, False, NOW))
-    next_seq[stress_thread_id] = seq + 1
+    for message in store_messages(rng, source, rare_at=rare_at, next_seq=next_seq, arguments=arguments):
+        add((*message, NOW))
     conn.executemany(message_sql, batch)
 
     log(f"inserting {len(arguments):,} tool-call argument leaves, threads and generations")

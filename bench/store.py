@@ -119,6 +119,71 @@ def store_size(rng: random.Random) -> int:
 # --- database ---------------------------------------------------------------
 
 
+def store_messages(rng: random.Random, source: TextSource, *, rare_at: set[int], next_seq: list[int], arguments: list):
+    """The store's messages in id order, the stress thread (id STORE_THREADS + 1) last and newest.
+
+    Each is (id, thread_id, seq, role, kind, content, tool_calls, session_id,
+    model_visible, isolated); the tool calls' argument leaves are appended to
+    ``arguments`` and each thread's next seq kept in ``next_seq``. One
+    generator for every database the bench builds on, so the stores hold the
+    same rows.
+    """
+    message_id = 0
+    chars = 0
+    for _ in range(STORE_MESSAGES):
+        message_id += 1
+        thread_id = rng.randint(1, STORE_THREADS)
+        seq = next_seq[thread_id]
+        next_seq[thread_id] += 1
+        role = ("user", "assistant", "tool")[seq % 3]
+        kind = "machine_event" if rng.random() < 0.02 else "message"
+        content = source.take(store_size(rng))
+        if message_id in rare_at:
+            middle = len(content) // 2
+            content = f"{content[:middle]} {RARE_TERM} {content[middle:]}"
+        tool_calls = "[]"
+        if role == "assistant" and rng.random() < 0.4:
+            command = source.take(rng.randint(20, 300)).replace("\n", " ")
+            path = f"/srv/app/{rng.randint(0, 5000)}/main.py"
+            call_id = f"call_{message_id}"
+            tool_calls = json.dumps([{"id": call_id, "name": "shell", "arguments": {"command": command, "cwd": path}}])
+            arguments.append((message_id, thread_id, 0, call_id, "shell", "command", command))
+            arguments.append((message_id, thread_id, 0, call_id, "shell", "cwd", path))
+        chars += len(content)
+        visible = rng.random() >= 0.01
+        isolated = rng.random() < 0.002
+        yield message_id, thread_id, seq, role, kind, content, tool_calls, f"s{thread_id}", visible, isolated
+        if message_id % 100_000 == 0:
+            log(f"  {message_id:,} messages, {chars / 1e9:.2f} G characters")
+    stress_thread_id = STORE_THREADS + 1
+    seq = 0
+    for index in range(STRESS_RESULTS):
+        for role in ("user", "assistant", "tool"):
+            message_id += 1
+            seq += 1
+            if role == "tool":
+                half = STRESS_RESULT_CHARS // 2
+                content = f"{source.take(half)} {STRESS_KEYWORD} {source.take(half)}"
+            else:
+                content = source.take(rng.randint(100, 600))
+                if index == 60 and role == "user":
+                    content = f"{content} {RARE_TERM}"
+            yield message_id, stress_thread_id, seq, role, "message", content, "[]", "s-stress", True, False
+    next_seq[stress_thread_id] = seq + 1
+
+
+def bench_users() -> list:
+    """The store's owners, bench-owner-0 to -99, and the staff user bench-operator; the owners, in order."""
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    # Unusable passwords: hashing 100 real ones would take a minute of PBKDF2.
+    return User.objects.bulk_create(
+        [User(username=f"bench-owner-{i}", password="!") for i in range(STORE_USERS)]
+        + [User(username="bench-operator", password="!", is_staff=True)]
+    )[:STORE_USERS]
+
+
 def admin_dsn() -> str:
     base, _, _name = BENCH_DATABASE_URL.rpartition("/")
     return f"{base}/postgres"
@@ -170,23 +235,17 @@ WHERE s.thread_id = g.thread_id AND s.generation = g.number
 
 
 def build_store() -> None:
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
 
     call_command("migrate", verbosity=0)
     connection.close()
-    User = get_user_model()
     rng = random.Random(SEED)
     started = time.perf_counter()
     log(f"generating a {POOL_CHARS / 1e6:.0f}M-character text pool")
     source = TextSource(rng, make_pool(rng, POOL_CHARS))
 
-    # Unusable passwords: hashing 100 real ones would take a minute of PBKDF2.
-    owners = User.objects.bulk_create(
-        [User(username=f"bench-owner-{i}", password="!") for i in range(STORE_USERS)]
-        + [User(username="bench-operator", password="!", is_staff=True)]
-    )[:STORE_USERS]
+    owners = bench_users()
     connection.close()
 
     with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
@@ -222,72 +281,26 @@ def build_store() -> None:
         log(f"COPY {STORE_MESSAGES:,} messages")
         next_seq = [1] * (stress_thread_id + 1)
         rare_at = set(rng.sample(range(1, STORE_MESSAGES + 1), RARE_STORE_COUNT))
-        message_id = 0
         arguments: list[tuple] = []
-        chars = 0
         columns = (
             "id, thread_id, generation, seq, role, kind, content, tool_calls, tool_call_id, session_id, "
             "model_visible, isolated, superseded_by_id, created_at"
         )
         with conn.cursor().copy(f"COPY threadmem_message ({columns}) FROM STDIN") as copy:
-            for _ in range(STORE_MESSAGES):
-                message_id += 1
-                thread_id = rng.randint(1, STORE_THREADS)
-                seq = next_seq[thread_id]
-                next_seq[thread_id] += 1
-                role = ("user", "assistant", "tool")[seq % 3]
-                kind = "machine_event" if rng.random() < 0.02 else "message"
-                content = source.take(store_size(rng))
-                if message_id in rare_at:
-                    middle = len(content) // 2
-                    content = f"{content[:middle]} {RARE_TERM} {content[middle:]}"
-                tool_calls = "[]"
-                if role == "assistant" and rng.random() < 0.4:
-                    command = source.take(rng.randint(20, 300)).replace("\n", " ")
-                    path = f"/srv/app/{rng.randint(0, 5000)}/main.py"
-                    call_id = f"call_{message_id}"
-                    tool_calls = json.dumps(
-                        [{"id": call_id, "name": "shell", "arguments": {"command": command, "cwd": path}}]
-                    )
-                    arguments.append((message_id, thread_id, 0, call_id, "shell", "command", command))
-                    arguments.append((message_id, thread_id, 0, call_id, "shell", "cwd", path))
-                chars += len(content)
-                copy.write_row(
-                    (
-                        message_id,
-                        thread_id,
-                        1,
-                        seq,
-                        role,
-                        kind,
-                        content,
-                        tool_calls,
-                        "",
-                        f"s{thread_id}",
-                        rng.random() >= 0.01,
-                        rng.random() < 0.002,
-                        None,
-                        now,
-                    )
-                )
-                if message_id % 100_000 == 0:
-                    log(f"  {message_id:,} messages, {chars / 1e9:.2f} G characters")
-            # The stress thread, last: the newest messages in the store.
-            seq = 0
-            for index in range(STRESS_RESULTS):
-                for role in ("user", "assistant", "tool"):
-                    message_id += 1
-                    seq += 1
-                    if role == "tool":
-                        half = STRESS_RESULT_CHARS // 2
-                        content = f"{source.take(half)} {STRESS_KEYWORD} {source.take(half)}"
-                    else:
-                        content = source.take(rng.randint(100, 600))
-                        if index == 60 and role == "user":
-                            content = f"{content} {RARE_TERM}"
-                    stored = (message_id, stress_thread_id, 1, seq, role, "message", content, "[]", "", "s-stress")
-                    copy.write_row((*stored, True, False, None, now))
-            next_seq[stress_thread_id] = seq + 1
+            for (
+                message_id,
+                thread_id,
+                seq,
+                role,
+                kind,
+                content,
+                tool_calls,
+                session,
+                visible,
+                isolated,
+            ) in store_messages(rng, source, rare_at=rare_at, next_seq=next_seq, arguments=arguments):
+                row = (message_id, thread_id, 1, seq, role, kind, content, tool_calls, "", session, visible, isolated)
+                copy.write_row((*row, None, now))
         log(f"COPY {len(arguments):,} tool-call argument leaves")
         with conn.cursor().copy(
             "COPY threadmem_toolargument (message_id, thread_id, call_index, tool_call_id, tool_name, path, value) "
