@@ -66,8 +66,8 @@ NOTE_ERROR_CHARS = 300
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Ranked results are off (no embedding model in force: THREADMEM_STATIC_EMBEDDINGS=false)."
 HEAD = (
-    "Ranked by keyword relevance and meaning, best first, each of the best ten followed by its thread's messages "
-    "just before and after it (messages the literal part lists are not repeated):"
+    f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
+    "its thread's messages just before and after it (messages the literal part lists are not repeated):"
 )
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
