@@ -5,13 +5,13 @@ search falls back to the newest messages, and how long that may take
 (``SearchTuning.index_budget_ms``, ``recent_budget_ms``).
 A trigram index narrows a rare term to a few rows quickly, but a term whose
 trigrams are all common (a phrase of common words, a path of common parts)
-leaves it thousands of large rows to re-check (docs/search.md).
+leaves it thousands of large rows to re-check (docs/search.md, "The plan").
 
 Those budgets are milliseconds of an idle machine's work. A saturated machine
 shares its cores among everything runnable, so the same work takes longer on
 the clock: a global statement's timeout is its budget times the machine's
 load (``within_budget(..., scale_by_load=True)``), capped at
-``SearchTuning.budget_scale_max`` times.
+``SearchTuning.budget_scale_max`` times (docs/search.md, "Under load").
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from threadmem.search.tuning import SearchTuning
 def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:
     """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
 
-    ``tuning.scan_bytes_per_ms`` is how fast a scan reads (docs/search.md). At least 1 ms: 0 would be no limit.
+    ``tuning.scan_bytes_per_ms``: how fast a scan reads (docs/search.md, "The plan"). At least 1 ms: 0 is no limit.
     """
     return max(1, visible_bytes // tuning.scan_bytes_per_ms)
 
@@ -66,12 +66,10 @@ def is_timeout(error: DatabaseError) -> bool:
     return isinstance(cause, QueryCanceled)
 
 
-# The settings of a budgeted statement. No parallel workers: on a small shared
-# machine they start slower than these LIMITed scans finish, and do work the
-# LIMIT throws away. No JIT: the planner's cost of a global statement grows
-# with the store (every branch is priced as if it read to its end), and past
-# jit_above_cost compiling the expressions costs more than the statement
-# (docs/scaling.md).
+# The settings of a budgeted statement. No parallel workers: they start slower
+# than these LIMITed scans finish, and do work the LIMIT throws away. No JIT:
+# the planner prices every branch as if it read to its end, so on a large store
+# it compiles expressions for longer than the statement runs (docs/search.md, "The plan").
 _BUDGET_SETTINGS = (
     "SELECT set_config('statement_timeout', {timeout}, true), "
     "set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)"

@@ -75,19 +75,17 @@ def choose_plan(scope: SearchScope, dialect: Dialect, tuning: SearchTuning | Non
 
 
 def _choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple[MatchPlan, str]:
-    """The plan and why.
+    """The plan and why (docs/search.md, "The plan").
 
-    A small thread is scanned because there the index path costs more than
-    reading it: planning compiles the pattern into a trigram graph, and a
-    word common across the store makes the index read long posting lists. A
-    larger thread goes through the indexes, and so does a non-operator's global
-    scope (their own threads) only when it holds more than a scanned thread
-    would. With threadmem_search they get about a scan's time, since a term
-    whose trigrams are all common across the store costs the index more than
-    the thread; without it the thread's spelling of the terms is learnt first.
-    The global scope has no end to scan, so it gets time budgets instead.
-    THREADMEM_SEARCH_PATH=scan or index forces a thread's choice either way;
-    scan also reads a global scope to the end (seconds on a large store).
+    A small thread is scanned: there the index path costs more than reading
+    it (planning compiles the pattern into a trigram graph; a common word's
+    posting lists are long). A larger thread goes through the indexes: with
+    threadmem_search within about a scan's time (a term of common trigrams
+    can cost the index more than the thread), without it after learning the
+    thread's spelling of the terms. The global scope has no end to scan, so
+    it gets time budgets, unless it is an owner's no larger than a scanned
+    thread. THREADMEM_SEARCH_PATH=scan or index forces a thread's choice;
+    scan also reads a global scope to the end.
     """
     if dialect.vendor != "postgresql":
         return MatchPlan.SCAN, "no index serves SQLite's match function"
@@ -111,8 +109,8 @@ def _choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple
 
 
 def plan_search(scope: SearchScope, terms: Sequence[str], dialect: Dialect, tuning: SearchTuning) -> SearchPlan:
-    """The whole plan. A global index plan reads the token index's statistics here (``common_words``: at most one
-    statement a minute per connection), before the match statement, as it always did."""
+    """The whole plan. A global index plan reads the token index's statistics here, before the match statement
+    (``common_words``: on the driver's cursor, at most once a minute per connection)."""
     kind, reason = _choose(scope, dialect, tuning)
     if kind in (MatchPlan.INDEX_THEN_RECENT, MatchPlan.WINDOW_THEN_RECENT):
         planned = index_term_plans(scope, terms, dialect, window=kind == MatchPlan.WINDOW_THEN_RECENT)

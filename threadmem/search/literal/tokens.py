@@ -46,10 +46,10 @@ def common_words() -> dict[str, float]:
     A word in a share ``f`` of N fields costs the newest-first read about
     (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
     re-check and sort, so reading newest first costs less from
-    f = sqrt((SEARCH_COUNT_LIMIT + 1) / N): 1 % at a million fields. The
-    shares come from the statistics ANALYZE keeps of the index's expression
-    (PostgreSQL's most common elements of a tsvector, about a thousand).
-    Read once per COMMON_WORDS_SECONDS per connection.
+    f = sqrt((SEARCH_COUNT_LIMIT + 1) / N). The shares come from the
+    statistics ANALYZE keeps of the index's expression (PostgreSQL's most
+    common elements of a tsvector). Read once per COMMON_WORDS_SECONDS per
+    connection.
     """
     cached = getattr(connection, "threadmem_common_words", None)
     if cached is not None and cached[0] > time.monotonic():
@@ -81,8 +81,7 @@ def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> 
     ones and the planner reads all of its posting list. The token index's
     statistics count whole words in every field: a floor on the term's share.
     Tool arguments are short, so their histogram estimates well; there the
-    planner keeps choosing (a newest-first argument branch cost more). Figures:
-    docs/search.md, "The token index".
+    planner's choice costs less than reading newest first (docs/search.md, "The token index").
     """
     if not dialect.has_tokens:
         return frozenset()
@@ -97,8 +96,8 @@ def newest_first_terms(terms: list[str] | tuple[str, ...], dialect: Dialect) -> 
 # the index and the rows' small columns), the join back to the row, the order.
 # The candidates are the fields whose lexemes the term asks for, in the scope,
 # then (UNION ALL) the fields too large to index, found alone and only then
-# held to the scope: ORed into the term's query, the unindexed lexeme (which
-# has no statistics) made every term look common to the planner. The fence
+# held to the scope: the unindexed lexeme has no statistics, and ORed into the
+# term's query it would make every term look common to the planner. The fence
 # (OFFSET 0) keeps the scope out of the unindexed fields' index scan, and each
 # argument of theirs finds its message by id (docs/search.md, "The token index").
 _KINDS = {

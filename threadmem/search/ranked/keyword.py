@@ -8,9 +8,10 @@ tool-argument leaves, at most 1,000 characters each), filtered by
   query's lexemes come from the same configuration; the pieces holding any of
   them are read with each lexeme's count, and scored by BM25 here
   (``ts_rank_cd`` has no inverse document frequency: "Caroline" would weigh as
-  much as "support" in a conversation between Caroline and Melanie; measured
-  in docs/search.md). Document frequencies are the scope's own; a global
-  scope over a large table leaves its common lexemes out (LARGE_TABLE_PIECES).
+  much as "support" in a conversation between Caroline and Melanie;
+  docs/search.md, "Ranked memory results"). Document frequencies are the
+  scope's own; a global scope over a large table leaves its common lexemes
+  out (LARGE_TABLE_PIECES).
 - SQLite: FTS5's ``bm25()`` over ``threadmem_chunk_fts`` (porter stemmer),
   an OR of the query's words.
 
@@ -41,8 +42,7 @@ MAX_ROWS = 50_000
 # estimate): the lexemes the column's statistics find in at least
 # COMMON_LEXEME_SHARE of the pieces are left out of the match (they weigh
 # little in BM25 and read most of the table), the index answers the rest and
-# the scope's size is the table's estimate instead of a count (docs/scaling.md,
-# "Ranked lane at 1M": the operator's lane 1.8 s -> 80 ms p50).
+# the scope's size is the table's estimate instead of a count (docs/scaling.md, "Ranked lane at 1M").
 LARGE_TABLE_PIECES = 20_000
 COMMON_LEXEME_SHARE = 0.01
 # SQLite: a query word is a run of letters and digits (FTS5's unicode61 tokens).

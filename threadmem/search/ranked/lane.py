@@ -33,8 +33,8 @@ from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
 from threadmem.search.ranked import keyword, neighbours, vectors
 
-# Messages each ranking contributes, and listed at most (the room cuts sooner).
-# LoCoMo tune half: meaning keeps finding evidence past 80 (docs/search.md).
+# Messages each ranking contributes, and listed at most (the room cuts sooner):
+# meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
 RANKED_TOP_K = 150
 # Keyword pieces read per message listed (a long tool result's pieces collapse
 # into its best one; a conversation's turns are one piece each).
@@ -52,7 +52,7 @@ SCORE_DIGITS = 2
 NEIGHBOURS_ON = True
 # Occurrences of one query word looked at in a piece (a window is placed at one of them).
 MAX_POSITIONS = 20
-# Reciprocal rank fusion's constant: the best of those tried (docs/search.md).
+# Reciprocal rank fusion's constant, tuned on LoCoMo (docs/search.md, "How the 12,000 characters are shared").
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
 # model and for a configured one (THREADMEM_SEMANTIC_MIN_SCORE).
@@ -66,8 +66,8 @@ NOTE_ERROR_CHARS = 300
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Ranked results are off (no embedding model in force: THREADMEM_STATIC_EMBEDDINGS=false)."
 HEAD = (
-    "Ranked by keyword relevance and meaning, best first, each of the best ten followed by its thread's messages "
-    "just before and after it (messages the literal part lists are not repeated):"
+    f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
+    "its thread's messages just before and after it (messages the literal part lists are not repeated):"
 )
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
@@ -227,7 +227,7 @@ def ranked_results(
         return NO_MODEL
     text = query.strip()
     # A thread's pieces are read once, for both rankings (vectors.py). A global scope's are not: reading its
-    # ids cost more than the database's own ranking (LoCoMo's ten threads: lane 69 -> 86-100 ms).
+    # ids costs more than the database's own ranking (docs/search.md, "The ranked lane's latency").
     held = None if scope.is_global else vectors.scope_pieces(scope=scope, model=model)
     by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""

@@ -5,8 +5,8 @@ hit asks what it answers, the turn after answers what it asks; in an agent's
 thread a tool result follows its call. The best ``NEIGHBOURS_OF`` ranked
 messages are each followed by the scope's messages just before and just
 after them in their thread (seq ± 1, when the scope may show them and they
-are not listed earlier), each with the score of the message it neighbours.
-LoCoMo's tune half: 71.5 → 76.5 % of the evidence in the top 55 (docs/search.md).
+are not listed earlier), each with the score of the message it neighbours
+(docs/search.md, "Ranked memory results").
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _first_pieces(
     wanted: set[tuple[int, int]], *, scope: SearchScope, model: str
 ) -> dict[tuple[int, int], retrieve.Match]:
     """The first piece of each wanted (thread, seq) message the scope may show, content before arguments."""
-    # Threads and seqs apart, the exact pairs kept below: an OR of pairs cost the planner and the ORM ~10 ms.
+    # Threads and seqs apart, the exact pairs kept below: an OR of pairs costs more to plan than the extra rows.
     threads = sorted({thread_id for thread_id, _ in wanted})
     seqs = sorted({seq for _, seq in wanted})
     rows = (

@@ -1,6 +1,6 @@
 """How the 12,000 characters are shared between the literal part and the ranked lane.
 
-The rule (docs/search.md, "Ranked memory results"), within contract §2's caps
+The rule (docs/search.md, "How the 12,000 characters are shared"), within contract §2's caps
 (literal part ≤ 8,000 characters, whole result ≤ 12,000, literal part first):
 
 - a query whose whole text has a literal hit, or a one-term query (an
@@ -12,7 +12,6 @@ The rule (docs/search.md, "Ranked memory results"), within contract §2's caps
   the ranked lane takes the rest, best first. The newest hits of single
   words rarely hold the evidence; the ranked lane's keyword ranking orders
   the same words by rarity. A cursor page lists word hits as contract §2 says.
-  Measured on the tune half of LoCoMo (docs/search.md).
 
 The ranked lane's entries never repeat a message the literal part lists, and
 stop at an entry's end, so the whole result is not cut mid-window.
@@ -23,8 +22,8 @@ from __future__ import annotations
 from threadmem.search.ranked.lane import RankedText
 
 # The literal part of a described question's first page: room for its more-hits
-# line (the count and the cursor) only, no word hit: less literal room found more
-# evidence at every size tried (docs/search.md).
+# line (the count and the cursor) only, no word hit: the room goes to the ranked
+# lane, which finds more of the evidence (docs/search.md, "How the 12,000 characters are shared").
 DESCRIBED_LITERAL_MAX_CHARS = 0
 ALL_LISTED = "Every ranked message is among the literal hits above."
 

@@ -1,11 +1,12 @@
 """Meaning in a thread's scope: the scope's vectors kept in this process, scored in NumPy.
 
 Ranking a thread by meaning in the database reads every piece's vector and
-text on every search (a LoCoMo thread: ~13 ms of its ~40). Here each search
-reads only the ids of the pieces its scope may show (``SearchScope.q``, the
-filter of every path, so what a flag or an isolation hides since is never
-scored), and scores the vectors this process holds for those ids; a piece it
-does not hold yet (an append since) is read once. A piece's vector never
+text on every search, a large share of the lane's time
+(docs/search.md, "The ranked lane's latency"). Here each search reads only
+the ids of the pieces its scope may show (``SearchScope.q``, the filter of
+every path, so what a flag or an isolation hides since is never scored), and
+scores the vectors this process holds for those ids; a piece it does not
+hold yet (an append since) is read once. A piece's vector never
 changes (a re-embedding stores a new piece), so a held one is never stale.
 
 Scopes of more than ``CACHE_MAX_PIECES`` pieces (most global scopes) are
