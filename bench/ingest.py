@@ -274,8 +274,9 @@ def main() -> None:
     from threadmem.search.database import capabilities, token_indexes_create, token_indexes_drop
 
     # The default configuration (the token index, migration 0022) beside the same store without it, run by run.
-    configurations = ["default", "without token index"] if capabilities().tokens_function else ["default"]
-    if len(configurations) == 1:
+    both = capabilities().tokens_function
+    configurations = ["default", "without token index"] if both else ["default"]
+    if not both:
         print("(no threadmem_search 2.0 here: the default has no token index, one configuration)")
     stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     db_conn = psycopg.connect(psycopg.conninfo.make_conninfo(url))
@@ -284,16 +285,17 @@ def main() -> None:
     try:
         for run in range(args.runs):
             for name in configurations:
-                if name == "default":
+                if both and name == "default":
                     token_indexes_create()
-                else:
+                elif both:
                     token_indexes_drop()
                 made += run_sides(client, user, db_conn, batches, bodies, f"{stamp}:{run}:{name}", rates[name])
                 per_side = " · ".join(f"{side} {rates[name][side][-1]:,.0f}" for side in SIDES)
                 print(f"  run {run + 1}, {name}: {per_side}", flush=True)
     finally:
         db_conn.close()
-        token_indexes_create()
+        if both:
+            token_indexes_create()  # the default configuration, whatever run stopped
         from threadmem.embeddings import tasks
 
         tasks.wait_for_background()  # the appends' embedding runs (the static model) end before their rows go

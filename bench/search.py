@@ -41,12 +41,9 @@ index over 2.4 G characters; later runs reuse it.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import random
 import statistics
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -59,42 +56,20 @@ import psycopg  # noqa: E402
 from bench.store import (  # noqa: E402  (sets DATABASE_URL to the store's database)
     ABSENT_TERM,
     BENCH_DATABASE_URL,
-    COMMON_WORDS,
     RARE_TERM,
-    SEED,
     STRESS_CHANNEL,
     STRESS_KEYWORD,
     VISIBLE_CHARS_SQL,
     build_store,
     ensure_database,
     log,
-    make_vocabulary,
     percentile,
     store_is_built,
+    tail_words,
+    timed,
 )
 
 # --- measurement -------------------------------------------------------------
-
-
-def timed(function, runs: int) -> list[float]:
-    # What the bench holds (the store's vocabulary, baselines' rows) is not a
-    # server's garbage: a full collection that walked it cost one sample of a
-    # global search 110-130 ms. Frozen, collections walk only new objects.
-    gc.collect()
-    gc.freeze()
-    function()  # warm: caches, compiled regexes, connection
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
-def tail_words() -> dict[str, str]:
-    """Words of the long tail at known Zipf ranks (the vocabulary is rebuilt from the seed)."""
-    vocabulary, _ = make_vocabulary(random.Random(SEED))
-    return {"medium": vocabulary[len(COMMON_WORDS) + 5_000], "uncommon": vocabulary[len(COMMON_WORDS) + 30_000]}
 
 
 def machine_speed() -> str:
@@ -318,6 +293,7 @@ def measure(runs: int, *, global_only: bool = False) -> None:
         "configurations: " + ", ".join(configurations) + ("" if len(configurations) == 2 else " (no token index here)")
     )
     every: dict[str, list[float]] = {name: [] for name in configurations}
+    before = settings.THREADMEM_SEARCH_TOKENS
     for label, query, user in queries:
         for name, tokens in configurations.items():
             settings.THREADMEM_SEARCH_TOKENS = tokens
@@ -337,7 +313,7 @@ def measure(runs: int, *, global_only: bool = False) -> None:
             how = ", ".join(f"{how} {count}" for how, count in answered.items() if count)
             verdict = exhaustive_verdict(measured[-1], query, user)
             row(f"{label} [{name}]", samples, f"  ({hits}; answered by: {how}; {verdict})", p99=True)
-    settings.THREADMEM_SEARCH_TOKENS = True
+    settings.THREADMEM_SEARCH_TOKENS = before
     for name in configurations:
         row(f"all global queries above [{name}]", every[name], p99=True)
     print("\nload average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

@@ -26,7 +26,6 @@ two shared cores move every figure.
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import random
 import sqlite3
@@ -57,6 +56,8 @@ from bench.store import (  # noqa: E402  (sets DATABASE_URL to PostgreSQL: repla
     make_pool,
     percentile,
     store_messages,
+    tail_words,
+    timed,
 )
 
 DEFAULT_PATH = Path(tempfile.gettempdir()) / f"threadmem-bench-sqlite-{STORE_MESSAGES}.sqlite3"
@@ -65,9 +66,6 @@ os.environ["DATABASE_URL"] = f"sqlite:///{SQLITE_PATH}"
 # Tasks run in-process, as on a laptop with the default settings.
 os.environ.pop("CELERY_BROKER_URL", None)
 
-# bench/search.py's tail_words() on the same seeded vocabulary: Zipf ranks 5,000 and 30,000 of the tail.
-MEDIUM_WORD = "/srv/presamar/ru35.log"
-UNCOMMON_WORD = "prebak-170.internal"
 NOW = "2024-06-01 00:00:00"
 INSERT_BATCH = 20_000
 
@@ -169,19 +167,6 @@ def build_store() -> None:
 # --- measurement ------------------------------------------------------------------
 
 
-def timed(function, runs: int) -> list[float]:
-    # Frozen, garbage collections walk only new objects, not the bench's own.
-    gc.collect()
-    gc.freeze()
-    function()  # warm: the page cache, the connection, the registered function
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - started) * 1000)
-    return samples
-
-
 def machine_speed() -> str:
     """bench/search.py's machine_speed, its Python half (its other half is a PostgreSQL loop)."""
 
@@ -228,16 +213,18 @@ def measure(runs: int) -> None:
     print("search_memory = the whole tool call (scope, literal part, semantic part, merge, tool-call log row)\n")
 
     print("global scope (every thread that is not isolated; as the operator unless noted)")
+    words = tail_words()
+    medium, uncommon = words["medium"], words["uncommon"]
     queries = [
         ("rare", RARE_TERM, operator),
         ("common word", "error", operator),
         ("common phrase (3 terms)", "connection refused", operator),
-        (f"medium word {MEDIUM_WORD!r}", MEDIUM_WORD, operator),
-        (f"uncommon word {UNCOMMON_WORD!r}", UNCOMMON_WORD, operator),
+        (f"medium word {medium!r}", medium, operator),
+        (f"uncommon word {uncommon!r}", uncommon, operator),
         ("absent", ABSENT_TERM, operator),
         ("rare, as an owner (1% of threads)", RARE_TERM, owner),
         ("common word, as an owner (1% of threads)", "error", owner),
-        (f"uncommon word, as an owner {UNCOMMON_WORD!r}", UNCOMMON_WORD, owner),
+        (f"uncommon word, as an owner {uncommon!r}", uncommon, owner),
     ]
     for label, query, user in queries:
         results = []

@@ -8,6 +8,7 @@ reuse it (bench/search.py --rebuild starts over).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -331,6 +332,27 @@ def build_store() -> None:
         conn.execute("VACUUM ANALYZE")
         conn.execute("CREATE TABLE bench_store_built ()")  # the marker store_is_built looks for; it holds nothing
     log(f"store built in {time.perf_counter() - started:.0f} s")
+
+
+def timed(function, runs: int) -> list[float]:
+    # What the bench holds (the store's vocabulary, baselines' rows) is not a
+    # server's garbage: a full collection that walked it cost one sample of a
+    # global search 110-130 ms. Frozen, collections walk only new objects.
+    gc.collect()
+    gc.freeze()
+    function()  # warm: caches, compiled regexes, connection
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        function()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def tail_words() -> dict[str, str]:
+    """Words of the long tail at known Zipf ranks (the vocabulary is rebuilt from the seed)."""
+    vocabulary, _ = make_vocabulary(random.Random(SEED))
+    return {"medium": vocabulary[len(COMMON_WORDS) + 5_000], "uncommon": vocabulary[len(COMMON_WORDS) + 30_000]}
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -32,8 +32,8 @@ says nothing the index can use.
 Links matter: a large field holds most common runs somewhere, so the runs of
 ``prebak-170.internal`` alone would leave thousands of fields to re-check,
 where ``kaberp-170`` and ``071.inte`` leave the few that have the host. One
-short link a pair is about half the lexemes of 1.3's forward pair, reversed
-pair and junction, for the same answers (docs/scaling.md).
+short link a pair, not the whole pair, keeps the index about twice the
+trigram index's size (docs/search.md, "The token index").
 
 Only ASCII terms are served: search folds an ASCII term's case byte by byte,
 while a Unicode case mapping could turn a field's non-ASCII letter (the

@@ -49,8 +49,6 @@ _PROBE_SQL = (
     "SELECT (SELECT count(*) = 2 FROM pg_index i JOIN pg_opclass o ON o.oid = i.indclass[0] "
     "WHERE i.indexrelid IN (to_regclass('message_content_trgm'), to_regclass('toolarg_value_trgm')) "
     "AND o.opcname = 'threadmem_trgm_ops'), "
-    + " AND ".join(_VALID_SQL.format(name=name) for name in TOKEN_INDEX_NAMES)
-    + f" AND {TOKENS_FUNCTION_SQL}, "
     "to_regprocedure('threadmem_hit_link(bigint, bigint, bigint[], bigint[])') IS NOT NULL, "
     "(SELECT extversion FROM pg_extension WHERE extname = 'threadmem_search'), "
     f"{TOKENS_FUNCTION_SQL}, " + ", ".join(_VALID_SQL.format(name=name) for name in TOKEN_INDEX_NAMES)
@@ -65,11 +63,15 @@ class DatabaseCapabilities:
 
     vendor: str
     trigram_ops: bool = False  # threadmem_search's operator class serves both trigram indexes
-    token_indexes: bool = False  # both token indexes valid, and threadmem_tokens of TOKENS_VERSION or later
     link_function: bool = False  # threadmem_hit_link (links.py)
     extension_version: str | None = None  # threadmem_search's installed version; None: not installed
     tokens_function: bool = False  # threadmem_tokens of TOKENS_VERSION or later
     token_index_names: frozenset[str] = frozenset()  # the valid token indexes, all or some
+
+    @property
+    def token_indexes(self) -> bool:
+        """Both token indexes valid, holding the lexemes of TOKENS_VERSION: search may use them."""
+        return self.tokens_function and self.token_index_names == frozenset(TOKEN_INDEX_NAMES)
 
 
 def _probe() -> tuple[Any, ...]:
@@ -85,9 +87,10 @@ def _probe() -> tuple[Any, ...]:
         with raw.cursor() as cursor:
             cursor.execute(_PROBE_SQL)
             found = cursor.fetchone()
-        names = frozenset(name for name, exists in zip(TOKEN_INDEX_NAMES, found[5:], strict=True) if exists)
-        probed = (raw, time.monotonic() + PROBE_SECONDS, *(bool(value) for value in found[:3]), found[3])
-        probed = (*probed, bool(found[4]), names)
+        trigram_ops, link_function, version, tokens_function, *valid = found
+        names = frozenset(name for name, exists in zip(TOKEN_INDEX_NAMES, valid, strict=True) if exists)
+        capabilities = (bool(trigram_ops), bool(link_function), version, bool(tokens_function), names)
+        probed = (raw, time.monotonic() + PROBE_SECONDS, *capabilities)
         connection.threadmem_search_extension = probed
     return probed[2:]
 
