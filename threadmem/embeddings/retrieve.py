@@ -65,6 +65,28 @@ DETAIL_FIELDS = (
 )
 
 
+# DETAIL_FIELDS as one statement's columns, for the lane's hot path (the ORM's compile costs more than the read).
+DETAIL_SQL = (
+    "SELECT c.id, c.message_id, t.channel, m.session_id, m.generation, m.role, c.field, c.start, c.end_of_field, "
+    "c.text, m.thread_id, m.seq FROM threadmem_chunk c JOIN threadmem_message m ON m.id = c.message_id "
+    "JOIN threadmem_thread t ON t.id = m.thread_id"
+)
+
+
+def detail_rows(where: str, params: list, *, order: str = "") -> list[tuple]:
+    """(chunk id, *DETAIL_FIELDS) of the pieces ``where`` selects (``c``: the piece, ``m``: its message)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"{DETAIL_SQL} WHERE {where}{f' ORDER BY {order}' if order else ''}", params)
+        return cursor.fetchall()
+
+
+def in_list(column: str, values: list) -> tuple[str, list]:
+    """``column IN (...)`` of ``values`` on either database (an array on PostgreSQL: one parameter)."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
+
+
 @dataclass(frozen=True)
 class Match:
     message_id: int

@@ -36,7 +36,7 @@ from django.db import connections
 from django.utils.module_loading import import_string
 
 from threadmem import llm
-from threadmem.embeddings import choice, retrieve
+from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, one_line
@@ -47,6 +47,10 @@ logger = logging.getLogger(__name__)
 NOT_CONFIGURED = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
 # Model calls of the semantic part may outlive its deadline by this much.
 CALL_GRACE_SECONDS = 1.0
+# A global ranked lane's statements are cancelled this long after search stopped waiting for it (the wait
+# ends first, so the answer names the deadline).
+CANCEL_AFTER_SECONDS = 0.005
+QUERY_CANCELED = "57014"
 # A model error quoted in the one-line note stops here.
 NOTE_ERROR_CHARS = 300
 MEMORY_ANSWER_INSTRUCTIONS = (
@@ -99,9 +103,12 @@ def current_provider() -> SemanticProvider:
     return not_configured
 
 
+RANKED_PROVIDERS = (ranked_results, keyword_only, meaning_only)
+
+
 def ranked_in_force() -> bool:
     """Whether the ranked lane is the provider in force (it takes the room of a described question)."""
-    return current_provider() in (ranked_results, keyword_only, meaning_only)
+    return current_provider() in RANKED_PROVIDERS
 
 
 def _match_lines(match: retrieve.Match, *, with_channel: bool) -> str:
@@ -173,14 +180,65 @@ def memory_results(*, scope: SearchScope, query: str, terms: list[str]) -> str:
     return head + "\n".join(passages)
 
 
-def _run(provider: SemanticProvider, scope: SearchScope, query: str, terms: list[str]) -> str:
+def _run(
+    provider: SemanticProvider, scope: SearchScope, query: str, terms: list[str], cancel_at: float | None = None
+) -> str:
+    """``cancel_at`` (monotonic): the provider's statement running then is cancelled and no later one starts,
+    so that a lane past its deadline frees its worker and the database instead of finishing for nobody."""
     try:
-        return provider(scope=scope, query=query, terms=list(terms))
+        if cancel_at is None:
+            return provider(scope=scope, query=query, terms=list(terms))
+        with _cancelled_at(cancel_at):
+            return provider(scope=scope, query=query, terms=list(terms))
     finally:
         # Kept for the next search on this thread, as a request's is (CONN_MAX_AGE): opening one
         # costs more than the lane's statements. A broken or expired one is closed here.
         for connection in connections.all(initialized_only=True):
             connection.close_if_unusable_or_obsolete()
+
+
+class OutOfTime(Exception):
+    """A statement the provider would start past its deadline."""
+
+
+@contextmanager
+def _cancelled_at(cancel_at: float) -> Iterator[None]:
+    connection = connections["default"]
+    connection.ensure_connection()
+    driver = connection.connection
+    # Both drivers cancel from another thread: PostgreSQL by a cancel request, SQLite by interrupting.
+    cancel = driver.cancel_safe if connection.vendor == "postgresql" else driver.interrupt
+
+    def refuse_late(execute, sql, params, many, context):
+        if time.monotonic() >= cancel_at:
+            raise OutOfTime
+        return execute(sql, params, many, context)
+
+    lock, running = threading.Lock(), [True]
+
+    def cancel_running() -> None:
+        with lock:  # never once the provider returned: it would cancel the next search's statement
+            if running[0]:
+                cancel()
+
+    timer = threading.Timer(max(0.0, cancel_at - time.monotonic()), cancel_running)
+    timer.daemon = True
+    timer.start()
+    try:
+        with connection.execute_wrapper(refuse_late):
+            yield
+    finally:
+        with lock:
+            running[0] = False
+        timer.cancel()
+
+
+def _cancelled(error: BaseException) -> bool:
+    """Whether ``error`` is a statement cancelled or refused at the provider's deadline."""
+    if isinstance(error, OutOfTime):
+        return True
+    cause = error.__cause__
+    return getattr(cause, "sqlstate", None) == QUERY_CANCELED or "interrupted" in str(cause)
 
 
 def close_connections() -> None:
@@ -208,9 +266,21 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], s
     if provider is not_configured:
         text = not_configured(scope=scope, query=query, terms=terms)
         return lambda: text
-    deadline_seconds = settings.THREADMEM_SEMANTIC_DEADLINE
+    deadline_seconds, setting = settings.THREADMEM_SEMANTIC_DEADLINE, "THREADMEM_SEMANTIC_DEADLINE"
+    cancel_at = None
+    budget = settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS / 1000
+    if scope.is_global and provider in RANKED_PROVIDERS and budget < deadline_seconds:
+        # A global search answers within a bound, as its literal part does (literal/budget.py): the ranked lane
+        # gets THREADMEM_RANKED_GLOBAL_BUDGET_MS and its statements are cancelled when it runs out.
+        deadline_seconds, setting = budget, "THREADMEM_RANKED_GLOBAL_BUDGET_MS"
+        if choice.active_model() == static.STATIC_MODEL:
+            static.model()  # loaded once a process (~0.5 s), before the budget's clock starts
     deadline = time.monotonic() + deadline_seconds
-    future: Future[str] = _executor.submit(_run, provider, scope, query, terms)
+    if setting != "THREADMEM_SEMANTIC_DEADLINE":
+        cancel_at = deadline + CANCEL_AFTER_SECONDS
+    future: Future[str] = _executor.submit(_run, provider, scope, query, terms, cancel_at)
+    waited = f"{deadline_seconds:g} s" if cancel_at is None else f"{deadline_seconds * 1000:g} ms"
+    out_of_time = f"Semantic search did not answer within {waited} ({setting}); the literal hits above are complete."
 
     def result() -> str:
         try:
@@ -219,11 +289,10 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], s
             return value if isinstance(value, str) else str(value)
         except FutureTimeout:
             logger.warning("semantic search did not answer within %s s", deadline_seconds)
-            return (
-                f"Semantic search did not answer within {deadline_seconds:g} s "
-                "(THREADMEM_SEMANTIC_DEADLINE); the literal hits above are complete."
-            )
-        except Exception:
+            return out_of_time
+        except Exception as error:
+            if _cancelled(error):
+                return out_of_time
             logger.exception("semantic search failed")
             return "Semantic search failed for this query; the literal hits above are complete."
 

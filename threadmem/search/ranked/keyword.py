@@ -63,10 +63,14 @@ def rank_pieces(
     ``ids``: the scope's pieces of ``model`` when the caller has read them (``vectors.scope_pieces``): on
     PostgreSQL the statement then reads them from an array instead of applying the scope's filter again.
     """
-    pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__")).order_by().values("id")
+    pieces = None if ids is not None and connection.vendor == "postgresql" else _scope_pieces(scope, model)
     if connection.vendor == "postgresql":
         return _rank_postgres(pieces, query, limit=limit, ids=ids)
     return _rank_sqlite(pieces, query, limit=limit)
+
+
+def _scope_pieces(scope: SearchScope, model: str):
+    return Chunk.objects.filter(model=model).filter(scope.q(prefix="message__")).order_by().values("id")
 
 
 def _tsquery(lexemes: list[str]) -> str:

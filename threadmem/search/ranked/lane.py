@@ -28,7 +28,6 @@ from django.conf import settings
 from threadmem import llm
 from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
-from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
 from threadmem.search.ranked import keyword, neighbours, vectors
@@ -158,7 +157,7 @@ def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: fl
 def with_details(hits: list[Hit]) -> list[Ranked]:
     """The hits with their pieces' details (one statement for those the rankings did not read), in order."""
     wanted = [hit.chunk_id for hit in hits if hit.match is None]
-    rows = Chunk.objects.filter(id__in=wanted).values_list("id", *retrieve.DETAIL_FIELDS) if wanted else []
+    rows = retrieve.detail_rows(*retrieve.in_list("c.id", wanted)) if wanted else []
     read = {row[0]: row[1:] for row in rows}
     ranked = []
     for hit in hits:
@@ -242,7 +241,7 @@ def ranked_results(
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
     fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
     if NEIGHBOURS_ON:
-        fused = neighbours.with_neighbours(fused, scope=scope, model=model)
+        fused = neighbours.with_neighbours(fused, scope=scope, model=model, held=held)
     if not fused:
         return note or NO_MATCH
     words = [word.lower() for word in _WORD.findall(text)]

@@ -16,17 +16,21 @@ from dataclasses import replace
 from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
+from threadmem.search.ranked.vectors import ScopePieces
 
 NEIGHBOURS_OF = 10
 
 
-def with_neighbours(ranked: list, *, scope: SearchScope, model: str) -> list:
-    """``ranked`` (``lane.Ranked``, best first), its first ``NEIGHBOURS_OF`` each followed by its neighbours."""
+def with_neighbours(ranked: list, *, scope: SearchScope, model: str, held: ScopePieces | None = None) -> list:
+    """``ranked`` (``lane.Ranked``, best first), its first ``NEIGHBOURS_OF`` each followed by its neighbours.
+
+    ``held``: the scope's pieces, read by this search (``vectors.scope_pieces``), which stand for its filter.
+    """
     best = ranked[:NEIGHBOURS_OF]
     if not best:
         return ranked
     wanted = {(r.match.thread_id, r.match.seq + step) for r in best for step in (-1, 1)}
-    found = _first_pieces(wanted, scope=scope, model=model)
+    found = _first_pieces(wanted, scope=scope, model=model, held=held)
     listed: set[int] = set()
     placed = []
     for r in best:
@@ -40,20 +44,32 @@ def with_neighbours(ranked: list, *, scope: SearchScope, model: str) -> list:
 
 
 def _first_pieces(
-    wanted: set[tuple[int, int]], *, scope: SearchScope, model: str
+    wanted: set[tuple[int, int]], *, scope: SearchScope, model: str, held: ScopePieces | None
 ) -> dict[tuple[int, int], retrieve.Match]:
     """The first piece of each wanted (thread, seq) message the scope may show, content before arguments."""
     # Threads and seqs apart, the exact pairs kept below: an OR of pairs costs more to plan than the extra rows.
     threads = sorted({thread_id for thread_id, _ in wanted})
     seqs = sorted({seq for _, seq in wanted})
-    rows = (
-        Chunk.objects.filter(model=model, message__thread_id__in=threads, message__seq__in=seqs)
-        .filter(scope.q(prefix="message__"))
-        .order_by("message_id", "field", "start")  # "content" sorts before "tool_args.…"
-        .values_list(*retrieve.DETAIL_FIELDS)
-    )
+    order = ("message_id", "field", "start")  # "content" sorts before "tool_args.…"
+    if held is not None:
+        in_threads, threads_params = retrieve.in_list("m.thread_id", threads)
+        in_seqs, seqs_params = retrieve.in_list("m.seq", seqs)
+        rows = retrieve.detail_rows(
+            f"c.model = %s AND {in_threads} AND {in_seqs}",
+            [model, *threads_params, *seqs_params],
+            order=", ".join(f"c.{column}" for column in order),
+        )
+        shown = set(held.ids.tolist())
+        details = [row[1:] for row in rows if row[0] in shown]
+    else:
+        details = list(
+            Chunk.objects.filter(model=model, message__thread_id__in=threads, message__seq__in=seqs)
+            .filter(scope.q(prefix="message__"))
+            .order_by(*order)
+            .values_list(*retrieve.DETAIL_FIELDS)
+        )
     found: dict[tuple[int, int], retrieve.Match] = {}
-    for row in rows:
+    for row in details:
         match = retrieve.Match(*row, score=0.0)
         if (match.thread_id, match.seq) in wanted:
             found.setdefault((match.thread_id, match.seq), match)
