@@ -178,13 +178,17 @@ def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
 
 def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = RANKED_WINDOW_CHARS) -> Window:
     """``width`` characters of the piece where its query words weigh most, from a little before the first of them."""
+    if len(match.text) <= width:  # the whole piece fits: wherever its words are, the window starts at 0
+        return Window(
+            start=match.start + 1, text=match.text, cut_before=match.start > 0, cut_after=not match.end_of_field
+        )
     lowered = match.text.lower()
     hits = sorted((at, stem) for stem in weights for at in _positions(lowered, stem))  # every occurrence, in order
     offset, best = 0, -1.0
     for at, _ in hits:
         start = max(0, at - RANKED_WINDOW_LEAD)
         held = {stem for position, stem in hits if start <= position and position + len(stem) <= start + width}
-        weight = sum(weights[stem] for stem in held)
+        weight = math.fsum(weights[stem] for stem in held)  # exact: the same whatever the set's order
         if weight > best:
             offset, best = start, weight
     if len(match.text) - offset < width:
