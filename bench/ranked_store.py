@@ -20,8 +20,9 @@ its messages, between stop words, asked as a question ("what did we say
 about ... ?"): no literal hit for the whole query, one for many of its words.
 Per scope it prints p50/p95/p99 of the whole tool (``search_memory``), of the
 literal part (the same call with no semantic provider), and of the lane alone
-(``ranked_results`` on the resolved scope), and how many answers said the
-lane ran out of time (THREADMEM_SEMANTIC_DEADLINE).
+(``ranked_results`` on the resolved scope, no budget), how many answers said
+the lane ran out of time (a global one: THREADMEM_RANKED_GLOBAL_BUDGET_MS),
+and in how many the literal part counted the hits the call without the lane counts.
 """
 
 from __future__ import annotations
@@ -38,8 +39,6 @@ QUESTION_SEED = 20261203
 MIN_WORDS, MAX_WORDS = 6, 10
 STOP_WORDS = ("the", "and", "when", "with", "for", "that", "was", "of")
 OUT_OF_TIME = "did not answer within"
-# The global target's bound, as a deadline: the lane must then say it ran out of time, never cost literal hits.
-DEADLINE_CHECK_SECONDS = 0.15
 _WORD = re.compile(r"[A-Za-z]{4,}")
 
 
@@ -138,7 +137,7 @@ def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) ->
     from threadmem.search.ranked.lane import ranked_results
 
     scope = resolve_scope(user=user, channel=channel)
-    whole, literal, lane, out_of_time, listed = [], [], [], 0, []
+    whole, literal, lane, out_of_time, listed, same = [], [], [], 0, [], 0
     warm = search_memory(user=user, query=asked[0], channel=channel)  # warm: model, connection
     assert semantic.ranked_in_force() and "Ranked by keyword" in warm.text, warm.text[-300:]
     for question in asked:
@@ -149,44 +148,21 @@ def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) ->
         listed.append(result.literal_hits_total)
         with semantic.provider_installed(semantic.not_configured):
             started = time.perf_counter()
-            search_memory(user=user, query=question, channel=channel)
+            alone = search_memory(user=user, query=question, channel=channel)
             literal.append((time.perf_counter() - started) * 1000)
+        same += result.literal_hits_total == alone.literal_hits_total
         started = time.perf_counter()
         ranked_results(scope=scope, query=question, terms=[])
         lane.append((time.perf_counter() - started) * 1000)
     print(f" {label} ({len(asked)} questions; literal hits p50 {statistics.median(listed):.0f})", flush=True)
-    print(f"   {figures('whole tool  ', whole)}  ms;  lane out of time: {out_of_time}", flush=True)
+    print(
+        f"   {figures('whole tool  ', whole)}  ms;  lane out of time: {out_of_time}; "
+        f"literal hit count as without the lane: {same} of {len(asked)}",
+        flush=True,
+    )
     print(f"   {figures('literal part', literal)}  ms", flush=True)
     print(f"   {figures('lane alone  ', lane)}  ms", flush=True)
     return whole
-
-
-def with_deadline(label: str, *, user, asked: list[str], seconds: float) -> None:
-    """The global scope with THREADMEM_SEMANTIC_DEADLINE = ``seconds``: how often the lane says it ran out
-    of time, and whether the literal hits are those of the same call without the lane."""
-    from django.conf import settings
-
-    from threadmem.search import search_memory, semantic
-
-    before = settings.THREADMEM_SEMANTIC_DEADLINE
-    settings.THREADMEM_SEMANTIC_DEADLINE = seconds
-    whole, out_of_time, same = [], 0, 0
-    try:
-        for question in asked:
-            started = time.perf_counter()
-            result = search_memory(user=user, query=question)
-            whole.append((time.perf_counter() - started) * 1000)
-            out_of_time += OUT_OF_TIME in result.text
-            with semantic.provider_installed(semantic.not_configured):
-                literal = search_memory(user=user, query=question)
-            same += result.hits == literal.hits and result.literal_hits_total == literal.literal_hits_total
-    finally:
-        settings.THREADMEM_SEMANTIC_DEADLINE = before
-    print(
-        f" {label}, THREADMEM_SEMANTIC_DEADLINE = {seconds:g} s: {figures('whole tool', whole)}  ms; "
-        f"lane out of time {out_of_time} of {len(asked)}; literal hits as without the lane: {same} of {len(asked)}",
-        flush=True,
-    )
 
 
 def measure(runs: int) -> None:
@@ -229,6 +205,4 @@ def measure(runs: int) -> None:
     measure_scope(
         f"global: owner ({len(owned)} threads, {count:,} messages)", user=owner, channel=None, asked=asked_owner
     )
-    with_deadline("global: operator", user=operator, asked=asked_operator, seconds=DEADLINE_CHECK_SECONDS)
-    with_deadline("global: owner", user=owner, asked=asked_owner, seconds=DEADLINE_CHECK_SECONDS)
     print(load())
