@@ -31,7 +31,6 @@ from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
 from threadmem.search.cursor import CursorPosition
 from threadmem.search.hits import Candidate, Coverage, LiteralPart, MatchedBy
-from threadmem.search.literal import dialects
 from threadmem.search.literal.budget import thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import (
     Dialect,
@@ -48,7 +47,6 @@ from threadmem.search.literal.plan import MatchPlan, SearchPlan, plan_search
 from threadmem.search.literal.recent import recent_match_sql
 from threadmem.search.literal.spelling import spellings
 from threadmem.search.literal.windows import Cut, cut_windows, window_at
-from threadmem.search.tuning import SearchTuning
 
 __all__ = [
     "Dialect",
@@ -83,15 +81,13 @@ def literal_search(
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
-    tuning = SearchTuning.from_settings()
-    dialect = dialects.dialect(tuning)
-    plan = plan_search(scope, terms, dialect, tuning)
+    plan = plan_search(scope, terms)
     key = start.key if start is not None else None
     started = time.perf_counter()
-    matches = run_plan(plan, scope, dialect, start=key)
+    matches = run_plan(plan, start=key)
     ran_ms = (time.perf_counter() - started) * 1000
     part = _literal_search(
-        scope, terms, dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
+        scope, terms, plan.dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
     )
     part.plan = plan.kind.value
     part.executed = executed_plan(plan, matches, ran_ms)
@@ -104,13 +100,13 @@ class Matches(NamedTuple):
     matched_by: MatchedBy
 
 
-def run_plan(plan: SearchPlan, scope: SearchScope, dialect: Dialect, *, start: tuple[int, int, int] | None) -> Matches:
+def run_plan(plan: SearchPlan, *, start: tuple[int, int, int] | None) -> Matches:
     """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
 
     ``start``: a later page's cursor key (``match.with_small_windows``).
     """
+    scope, dialect, tuning = plan.scope, plan.dialect, plan.tuning
     terms = [term.term for term in plan.terms]
-    tuning = plan.tuning
     match plan.kind:
         case MatchPlan.SCAN:
             rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))

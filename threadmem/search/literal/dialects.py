@@ -118,7 +118,8 @@ class Dialect:
         """Make the connection ready for the statements below."""
 
     def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
-        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
+        """Every fragment a match statement takes from the dialect, in one call (``match.py`` and ``branches.py``
+        write the rest)."""
         columns = ("m.content", "a.value")
         return StatementSql(
             [
@@ -126,7 +127,8 @@ class Dialect:
                     self.pattern(term),
                     self.needle(term),
                     {column: self.matches(column, term, narrow=narrow) for column in columns},
-                    {column: self.scan_matches(column, term) for column in columns},
+                    # x.body: the text of the newest messages common words share (branches.py, nf).
+                    {column: self.scan_matches(column, term) for column in (*columns, "x.body")},
                 )
                 for term in terms
             ],
