@@ -15,8 +15,8 @@ from tests.support.factories import append, make_thread
 from threadmem.models import Message, ToolArgument
 from threadmem.scope import resolve_scope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import dialects
-from threadmem.search.literal.match import fetch_matches, index_match_sql, scan_match_sql
+from threadmem.search.literal import dialects, fetch_matches
+from threadmem.search.literal.match import index_match_sql, scan_match_sql
 
 pytestmark = pytest.mark.django_db
 

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, assert_never
 
+from django.db import connection
+
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
@@ -42,7 +44,7 @@ from threadmem.search.literal.dialects import (
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import hit_link, link_of
-from threadmem.search.literal.match import MatchRow, fetch_matches, index_match_sql, match_rows, scan_match_sql
+from threadmem.search.literal.match import MatchRow, index_match_sql, match_rows, scan_match_sql
 from threadmem.search.literal.plan import MatchPlan, SearchPlan, plan_search
 from threadmem.search.literal.recent import recent_match_sql
 from threadmem.search.literal.spelling import spellings
@@ -135,6 +137,13 @@ def run_plan(plan: SearchPlan, *, start: tuple[int, int, int] | None) -> Matches
             return Matches([], Coverage.NONE, MatchedBy.NONE)
         case _:
             assert_never(plan.kind)
+
+
+def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
+    """Run a match statement to the end."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return match_rows(cursor.fetchall())
 
 
 def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str, Any]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from django.db import connection
-
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
@@ -60,13 +58,6 @@ class MatchRow(NamedTuple):
 
 def match_rows(rows: Sequence[Sequence[Any]]) -> list[MatchRow]:
     return [MatchRow._make(row) for row in rows]
-
-
-def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
-    """Run a match statement to the end."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return match_rows(cursor.fetchall())
 
 
 def index_match_sql(
@@ -173,8 +164,12 @@ def with_small_windows(
         message_id = -negative_message_id
         after_params = [term, term, message_id, message_id, arg_id]
     # Only the rows that get a window and may be a tool's: a user's message costs no lookup.
-    links, links_params = link_sql(scope, dialect, message_id="w.message_id", arg_id="w.arg_id").when(
-        f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')"
+    links, links_params = link_sql(
+        scope,
+        dialect,
+        message_id="w.message_id",
+        arg_id="w.arg_id",
+        when=f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')",
     )
     # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
     # window do not apply them (a no-op "1 = 1" without filters).
