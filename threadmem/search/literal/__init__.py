@@ -1,23 +1,26 @@
 """The literal part of search_memory: a fixed number of SQL statements, whatever the number of hits.
 
-1. The match statement (``match.py``): which (term, field) pairs match, newest
-   first, as small rows; small fields that could be listed get their windows
-   with it. ``plan.py`` decides how it matches (``SearchPlan``: the statements'
-   shape and, per term, its branch and why), ``run_plan`` below runs it, and
-   ``match.py`` writes what it says. When a budget runs out: in a thread too large to scan on PostgreSQL one more
-   statement runs first (``spellings``, without threadmem_search) or after (a
-   scan, with it, when the index ran out of time); a global search on
-   PostgreSQL falls back to the newest messages.
-2. The windows statement (``windows.py``): for the few fields that can be
-   listed, each term's first position and the window around it, cut by the
-   database. Skipped when nothing matched, or when the match statement cut
-   every window the listing needs.
+``literal_search`` decides, writes, runs:
 
-``dialects.py`` says how each database matches literally and
-case-insensitively, and holds the database's capabilities (``capabilities``:
-probed once per connection); every knob comes from ``SearchTuning``, read once
-per search. ``filters.py`` holds the rules every statement shares.
-Measurements and history: docs/search.md.
+1. Decide: ``plan.py:plan_search`` returns one ``SearchPlan``, every input
+   resolved there once (the knobs, the dialect, what the token index says of
+   each term): the statements' shape (``MatchPlan``) and, per term, the
+   ``Branch`` that finds it and why.
+2. Write: ``match.py`` writes the match statement as the plan says, deciding
+   nothing: the fragments every branch takes, once (``Dialect.statement_sql``,
+   ``filters.statement_filters``), every branch (``branches.py``), and around
+   them the rows in listing order, small fields with their windows.
+3. Run: ``run_plan`` below, to the end or within a time budget
+   (``budget.py``). When a budget runs out: in a thread too large to scan on
+   PostgreSQL one more statement runs first (``spellings``, without
+   threadmem_search) or after (a scan, with it, when the index ran out of
+   time); a global search on PostgreSQL falls back to the newest messages
+   (``recent.py``).
+
+Then at most one windows statement (``windows.py``): for the few fields that
+can be listed, each term's first position and the window around it, cut by
+the database. Skipped when nothing matched, or when the match statement cut
+every window the listing needs. Measurements and history: docs/search.md.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Each statement selects ids, metadata and a length bound per matching field
 (``MatchRow``); text leaves the database only in the windows of small fields
 that could be listed (``with_small_windows``). Which statement runs, and each
-term's branch, is the plan's choice (``plan.py``): this module and
-``branches.py`` write it, deciding nothing.
+term's branch, is the plan's choice (``plan.py``): this module writes it,
+deciding nothing and running nothing. It takes the fragments every branch
+needs once per statement, has ``branches.py`` write the branches from them,
+and wraps those in the listing order.
 """
 
 from __future__ import annotations
