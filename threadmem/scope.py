@@ -6,7 +6,7 @@ of the search, so the literal and the semantic part apply the same rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -44,10 +44,11 @@ class SearchScope:
     # only messages of this role. The literal part applies them (literal/filters.py, hit_filter_sql).
     tools: tuple[str, ...] = ()
     role: str | None = None
+    # The global scope (``channel`` None), set once: plain data for every branch the literal part writes.
+    is_global: bool = field(init=False)
 
-    @property
-    def is_global(self) -> bool:
-        return self.channel is None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_global", self.channel is None)
 
     def q(self, prefix: str = "") -> Q:
         """The rows search may show in this scope; ``prefix`` reaches the message (``message__``).

@@ -1,5 +1,5 @@
-"""A global term's argument branch stops where its content branch stopped (match._not_older_than_content_sql, and
-owner.term_window_sql in an owner's window).
+"""A global term's argument branch stops where its content branch stopped (branches._not_older_than_content_sql,
+and branches._term_window_sql in an owner's window).
 
 A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first and
 a message's content before its arguments; once the content branch holds that
@@ -15,8 +15,8 @@ from tests.support.factories import append, make_thread
 from threadmem.models import Message, ToolArgument
 from threadmem.scope import resolve_scope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import dialects
-from threadmem.search.literal.match import fetch_matches, index_match_sql, scan_match_sql
+from threadmem.search.literal import dialects, fetch_matches
+from threadmem.search.literal.match import index_match_sql, scan_match_sql
 
 pytestmark = pytest.mark.django_db
 

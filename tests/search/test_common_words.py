@@ -17,8 +17,9 @@ from threadmem.imports.service import import_paths
 from threadmem.lib.tokens import word_lexeme
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import dialects, newest
-from threadmem.search.literal.tokens import common_words, forget_common_words, newest_first_terms
+from threadmem.search.database import common_words, forget_common_words
+from threadmem.search.literal import dialects, plan
+from threadmem.search.literal.plan import newest_first_terms
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
@@ -109,7 +110,7 @@ def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_w
 def test_common_words_share_one_read_of_the_newest_messages(operator, settings):
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     statement, result = match_statement(operator, QUERY)
-    # One read decompresses each newest message once and tests both words (newest.py); each word's branch
+    # One read decompresses each newest message once and tests both words (branches.py, nf); each word's branch
     # takes its hits from it and stops there: neither reads the older messages.
     assert statement.count("nf AS MATERIALIZED") == 1
     assert statement.count("threadmem_icontains(x.body") == 2
@@ -130,7 +131,7 @@ def test_a_word_short_of_hits_in_the_shared_read_goes_on_in_older_messages(opera
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
     # `host` is in every field, `refused` in two of five: a read of 1 row leaves both short of
     # SEARCH_COUNT_LIMIT + 1 hits, one of 150 rows `refused` only (60 hits), one of 400 neither.
-    monkeypatch.setattr(newest, "STREAM_ROWS_MAX", rows)
+    monkeypatch.setattr(plan, "STREAM_ROWS_MAX", rows)
     query = "host refused"
     statement, result = match_statement(operator, query)
     assert "nf AS MATERIALIZED" in statement

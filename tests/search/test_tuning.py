@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from threadmem.search.literal.owner import OWNER_WINDOW_THREADS_MAX
-from threadmem.search.literal.plan import MatchPlan, choose_plan
+from threadmem.search.literal.plan import OWNER_WINDOW_THREADS_MAX, MatchPlan, choose_plan
 from threadmem.search.tuning import SearchPath, SearchTuning
 
 SMALL, LARGE = 1_000, 10**9

@@ -43,7 +43,9 @@ Kelvin sign) into an ASCII one of the term.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import pairwise
+from typing import NamedTuple
 
 # A run longer than this is cut to it, in the index and in the query alike.
 TOKEN_CHARS = 32
@@ -142,3 +144,15 @@ def token_query(term: str) -> str | None:
     if not lexemes:
         return None
     return " & ".join(dict.fromkeys(lexemes))
+
+
+class TermTokens(NamedTuple):
+    """What the token index can tell of one term."""
+
+    query: str | None  # token_query(term)
+    word: str | None  # word_lexeme(term)
+
+
+def term_tokens(terms: Sequence[str]) -> list[TermTokens]:
+    """Each term's ``TermTokens``: a search's plan asks of all its terms at once."""
+    return [TermTokens(token_query(term), word_lexeme(term)) for term in terms]

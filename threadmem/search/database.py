@@ -5,9 +5,10 @@ created by migration 0007 where the server offers it) gives the trigram
 operator class, the literal tests and ``threadmem_tokens``, whose lexemes
 (threadmem/lib/tokens.py) the token index holds. This module is the one
 place that knows which version search's queries are written for, probes what
-a database offers (``capabilities``), and creates, drops, reports and
-migrates the token index. The link function (literal/links.py) is created by
-apps.py after every migration.
+a database offers (``capabilities``), reads the token index's statistics
+(``common_words``), and creates, drops, reports and migrates the token
+index. The link function (literal/links.py) is created by apps.py after
+every migration.
 
 The token index is on by default (migration 0022 builds it concurrently):
 with it a global search lists every hit of a host, path or phrase the trigram
@@ -18,11 +19,14 @@ index cannot narrow in time (docs/scaling.md). A deployment may drop it
 
 from __future__ import annotations
 
+import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection
+
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 
 # threadmem_tokens as lib/tokens.py describes it. An index built at an older
 # version holds other lexemes: search leaves it unused until it is rebuilt and
@@ -67,11 +71,13 @@ class DatabaseCapabilities:
     extension_version: str | None = None  # threadmem_search's installed version; None: not installed
     tokens_function: bool = False  # threadmem_tokens of TOKENS_VERSION or later
     token_index_names: frozenset[str] = frozenset()  # the valid token indexes, all or some
+    # Both token indexes valid, holding the lexemes of TOKENS_VERSION: search may use them. Derived once, a field
+    # like the others, so the probe's answer is plain data wherever it goes.
+    token_indexes: bool = field(init=False)
 
-    @property
-    def token_indexes(self) -> bool:
-        """Both token indexes valid, holding the lexemes of TOKENS_VERSION: search may use them."""
-        return self.tokens_function and self.token_index_names == frozenset(TOKEN_INDEX_NAMES)
+    def __post_init__(self) -> None:
+        whole = self.tokens_function and self.token_index_names == frozenset(TOKEN_INDEX_NAMES)
+        object.__setattr__(self, "token_indexes", whole)
 
 
 def _probe() -> tuple[Any, ...]:
@@ -108,8 +114,52 @@ def capabilities(*, fresh: bool = False) -> DatabaseCapabilities:
 
 
 def forget_probe() -> None:
-    """Probe again at the next search, and read the token index's statistics again (literal/tokens.py)."""
+    """Probe again at the next search, and read the token index's statistics again (``common_words``)."""
     connection.threadmem_search_extension = None
+    connection.threadmem_common_words = None
+
+
+# How long a connection keeps the index statistics it read (common_words):
+# they change only when ANALYZE runs, after large batches.
+COMMON_WORDS_SECONDS = 60.0
+_COMMON_WORDS_SQL = (
+    "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, "
+    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass('threadmem_message')) "
+    "FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'message_content_tokens'"
+)
+
+
+def common_words() -> dict[str, float]:
+    """The lexemes of the content token index held by so many fields that reading newest first wins, with
+    their shares of the fields.
+
+    A word in a share ``f`` of N fields costs the newest-first read about
+    (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
+    re-check and sort, so reading newest first costs less from
+    f = sqrt((SEARCH_COUNT_LIMIT + 1) / N). The shares come from the
+    statistics ANALYZE keeps of the index's expression (PostgreSQL's most
+    common elements of a tsvector). Read once per COMMON_WORDS_SECONDS per
+    connection.
+    """
+    cached = getattr(connection, "threadmem_common_words", None)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    # On the driver's cursor, as the capabilities' probe: a catalogue read once a minute, not a search's statement.
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor:
+        cursor.execute(_COMMON_WORDS_SQL)
+        found = cursor.fetchone()
+    words: dict[str, float] = {}
+    if found is not None and found[0] and found[2] and found[2] > 0:
+        lexemes, shares, fields = found
+        least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
+        words = {lexeme: share for lexeme, share in zip(lexemes, shares, strict=False) if share >= least}
+    connection.threadmem_common_words = (time.monotonic() + COMMON_WORDS_SECONDS, words)
+    return words
+
+
+def forget_common_words() -> None:
+    """Read the index statistics again at the next search (after ANALYZE; ``database.forget_probe`` also does)."""
     connection.threadmem_common_words = None
 
 

@@ -1,23 +1,26 @@
 """The literal part of search_memory: a fixed number of SQL statements, whatever the number of hits.
 
-1. The match statement (``match.py``): which (term, field) pairs match, newest
-   first, as small rows; small fields that could be listed get their windows
-   with it. ``plan.py`` decides how it matches (``SearchPlan``: the statements'
-   shape and, per term, its branch and why), ``run_plan`` below runs it, and
-   ``match.py`` writes what it says. When a budget runs out: in a thread too large to scan on PostgreSQL one more
-   statement runs first (``spellings``, without threadmem_search) or after (a
-   scan, with it, when the index ran out of time); a global search on
-   PostgreSQL falls back to the newest messages.
-2. The windows statement (``windows.py``): for the few fields that can be
-   listed, each term's first position and the window around it, cut by the
-   database. Skipped when nothing matched, or when the match statement cut
-   every window the listing needs.
+``literal_search`` decides, writes, runs:
 
-``dialects.py`` says how each database matches literally and
-case-insensitively, and holds the database's capabilities (``capabilities``:
-probed once per connection); every knob comes from ``SearchTuning``, read once
-per search. ``filters.py`` holds the rules every statement shares.
-Measurements and history: docs/search.md.
+1. Decide: ``plan.py:plan_search`` returns one ``SearchPlan``, every input
+   resolved there once (the knobs, the dialect, what the token index says of
+   each term): the statements' shape (``MatchPlan``) and, per term, the
+   ``Branch`` that finds it and why.
+2. Write: ``match.py`` writes the match statement as the plan says, deciding
+   nothing: the fragments every branch takes, once (``Dialect.statement_sql``,
+   ``filters.statement_filters``), every branch (``branches.py``), and around
+   them the rows in listing order, small fields with their windows.
+3. Run: ``run_plan`` below, to the end or within a time budget
+   (``budget.py``). When a budget runs out: in a thread too large to scan on
+   PostgreSQL one more statement runs first (``spellings``, without
+   threadmem_search) or after (a scan, with it, when the index ran out of
+   time); a global search on PostgreSQL falls back to the newest messages
+   (``recent.py``).
+
+Then at most one windows statement (``windows.py``): for the few fields that
+can be listed, each term's first position and the window around it, cut by
+the database. Skipped when nothing matched, or when the match statement cut
+every window the listing needs. Measurements and history: docs/search.md.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple, assert_never
 
+from django.db import connection
+
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
 from threadmem.search.cursor import CursorPosition
 from threadmem.search.hits import Candidate, Coverage, LiteralPart, MatchedBy
-from threadmem.search.literal import dialects
 from threadmem.search.literal.budget import thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import (
     Dialect,
@@ -43,12 +47,11 @@ from threadmem.search.literal.dialects import (
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
 from threadmem.search.literal.links import hit_link, link_of
-from threadmem.search.literal.match import MatchRow, fetch_matches, index_match_sql, match_rows, scan_match_sql
+from threadmem.search.literal.match import MatchRow, index_match_sql, match_rows, scan_match_sql
 from threadmem.search.literal.plan import MatchPlan, SearchPlan, plan_search
 from threadmem.search.literal.recent import recent_match_sql
 from threadmem.search.literal.spelling import spellings
 from threadmem.search.literal.windows import Cut, cut_windows, window_at
-from threadmem.search.tuning import SearchTuning
 
 __all__ = [
     "Dialect",
@@ -83,15 +86,13 @@ def literal_search(
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
-    tuning = SearchTuning.from_settings()
-    dialect = dialects.dialect(tuning)
-    plan = plan_search(scope, terms, dialect, tuning)
+    plan = plan_search(scope, terms)
     key = start.key if start is not None else None
     started = time.perf_counter()
-    matches = run_plan(plan, scope, dialect, start=key)
+    matches = run_plan(plan, start=key)
     ran_ms = (time.perf_counter() - started) * 1000
     part = _literal_search(
-        scope, terms, dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
+        scope, terms, plan.dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
     )
     part.plan = plan.kind.value
     part.executed = executed_plan(plan, matches, ran_ms)
@@ -104,13 +105,13 @@ class Matches(NamedTuple):
     matched_by: MatchedBy
 
 
-def run_plan(plan: SearchPlan, scope: SearchScope, dialect: Dialect, *, start: tuple[int, int, int] | None) -> Matches:
+def run_plan(plan: SearchPlan, *, start: tuple[int, int, int] | None) -> Matches:
     """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
 
     ``start``: a later page's cursor key (``match.with_small_windows``).
     """
+    scope, dialect, tuning = plan.scope, plan.dialect, plan.tuning
     terms = [term.term for term in plan.terms]
-    tuning = plan.tuning
     match plan.kind:
         case MatchPlan.SCAN:
             rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
@@ -139,6 +140,13 @@ def run_plan(plan: SearchPlan, scope: SearchScope, dialect: Dialect, *, start: t
             return Matches([], Coverage.NONE, MatchedBy.NONE)
         case _:
             assert_never(plan.kind)
+
+
+def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
+    """Run a match statement to the end."""
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        return match_rows(cursor.fetchall())
 
 
 def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str, Any]:

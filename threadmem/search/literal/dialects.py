@@ -118,25 +118,32 @@ class Dialect:
         """Make the connection ready for the statements below."""
 
     def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
-        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
-        columns = ("m.content", "a.value")
+        """Every fragment a match statement takes from the dialect, in one call (``match.py`` and ``branches.py``
+        write the rest)."""
         return StatementSql(
-            [
-                TermSql(
-                    self.pattern(term),
-                    self.needle(term),
-                    {column: self.matches(column, term, narrow=narrow) for column in columns},
-                    {column: self.scan_matches(column, term) for column in columns},
-                )
-                for term in terms
-            ],
-            {column: self.min_chars(column) for column in columns},
+            [self.term_sql(term, narrow=narrow) for term in terms],
+            {column: self.min_chars(column) for column in MATCHED_COLUMNS},
             self.least(
                 self.least(self.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
             ),
             self.window("w.body", "w.pos", "w.needle"),
             self.position("v.body", "v.pattern", "v.needle"),
         )
+
+    def term_sql(self, term: str, *, narrow: bool) -> TermSql:
+        """One term's fragments of ``statement_sql``."""
+        return TermSql(
+            self.pattern(term),
+            self.needle(term),
+            {column: self.matches(column, term, narrow=narrow) for column in MATCHED_COLUMNS},
+            {column: self.scan_matches(column, term) for column in SCANNED_COLUMNS},
+        )
+
+
+# The columns a match statement tests: a message's content, a tool argument's value; in scans also the text of
+# the newest messages common words share (branches.py, nf).
+MATCHED_COLUMNS = ("m.content", "a.value")
+SCANNED_COLUMNS = (*MATCHED_COLUMNS, "x.body")
 
 
 class TermSql(NamedTuple):
@@ -264,7 +271,17 @@ class SqliteDialect(Dialect):
         return fold(term)
 
     def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
-        return f"threadmem_ifind({column}, %s) > 0", self.pattern(term)
+        return self._finds(column), self.pattern(term)
+
+    def term_sql(self, term: str, *, narrow: bool) -> TermSql:
+        # Every condition is the same function over the folded term: fold it once.
+        folded = self.pattern(term)
+        matches = {column: (self._finds(column), folded) for column in MATCHED_COLUMNS}
+        return TermSql(folded, None, matches, {column: (self._finds(column), folded) for column in SCANNED_COLUMNS})
+
+    @staticmethod
+    def _finds(column: str) -> str:
+        return f"threadmem_ifind({column}, %s) > 0"
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:
         return f"threadmem_ifind({column}, {pattern_column})"

@@ -219,8 +219,13 @@ $$
 """
 
 
-def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str) -> LinkSql:
-    """The ``tool`` and ``ids`` column expressions for the field (``message_id``, ``arg_id``)."""
+def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str, when: str) -> tuple[str, list[Any]]:
+    """The three link columns of the field (``message_id``, ``arg_id``), evaluated only where ``when`` holds."""
+    return _link_sql(scope, dialect, message_id=message_id, arg_id=arg_id).when(when)
+
+
+def _link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str) -> LinkSql:
+    """The ``tool``, ``ids`` and ``arguments`` column expressions for the field (``message_id``, ``arg_id``)."""
     if dialect.has_link_function:
         threads, seqs = _caps(scope)
         # Every part in the first column, one call a row (link_of splits them).

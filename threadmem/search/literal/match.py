@@ -2,8 +2,11 @@
 
 Each statement selects ids, metadata and a length bound per matching field
 (``MatchRow``); text leaves the database only in the windows of small fields
-that could be listed (``with_small_windows``). Which statement runs is the
-plan's choice (``plan.py``): this module writes it, deciding nothing.
+that could be listed (``with_small_windows``). Which statement runs, and each
+term's branch, is the plan's choice (``plan.py``): this module writes it,
+deciding nothing and running nothing. It takes the fragments every branch
+needs once per statement, has ``branches.py`` write the branches from them,
+and wraps those in the listing order.
 """
 
 from __future__ import annotations
@@ -11,22 +14,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from django.db import connection
-
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
-    SEARCH_COUNT_LIMIT,
     THREAD_LITERAL_MAX_CHARS,
     hit_header,
 )
 from threadmem.search.hits import Candidate
-from threadmem.search.literal import newest, owner
-from threadmem.search.literal.dialects import Dialect, StatementSql, like_contains
+from threadmem.search.literal.branches import union_sql
+from threadmem.search.literal.dialects import Dialect, StatementSql
 from threadmem.search.literal.filters import StatementFilters, statement_filters
 from threadmem.search.literal.links import link_sql
 from threadmem.search.literal.plan import Branch, TermPlan, index_term_plans
-from threadmem.search.literal.tokens import common_words, token_branch
 
 
 class MatchRow(NamedTuple):
@@ -61,35 +60,6 @@ class MatchRow(NamedTuple):
 
 def match_rows(rows: Sequence[Sequence[Any]]) -> list[MatchRow]:
     return [MatchRow._make(row) for row in rows]
-
-
-def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
-    """Run a match statement to the end."""
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return match_rows(cursor.fetchall())
-
-
-CONTENT_COLUMNS = (
-    "m.id AS message_id, 0 AS arg_id, '' AS path, {min_chars} AS min_chars, m.session_id, m.generation, m.role"
-)
-ARGUMENT_COLUMNS = (
-    "a.message_id AS message_id, a.id AS arg_id, a.path AS path, {min_chars} AS min_chars, "
-    "m.session_id, m.generation, m.role"
-)
-
-
-# Per field kind: the column matched, the columns selected, the rows read, the order a global branch stops in.
-_FIELD_KINDS = (
-    ("content", "m.content", CONTENT_COLUMNS, "FROM threadmem_message m", "m.id DESC"),
-    (
-        "argument",
-        "a.value",
-        ARGUMENT_COLUMNS,
-        "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id",
-        "a.message_id DESC, a.id",
-    ),
-)
 
 
 def index_match_sql(
@@ -128,131 +98,17 @@ def _match_sql(
     spelled: Mapping[int, str] | None,
     start: tuple[int, int, int] | None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope, each term's branches written as its ``TermPlan.branch`` says.
+    """Every (term, field) match in the scope, each term's branches written as its ``TermPlan.branch`` says
+    (``branches.py``), in listing order with the small fields' windows.
 
-    One ``UNION ALL`` branch per term and field kind, so each branch is one
-    indexable condition evaluated once per row. In the global scope each
-    branch stops at SEARCH_COUNT_LIMIT + 1 rows, newest first, and a term's
-    argument branch no later than its content branch's last row
-    (``_not_older_than_content_sql``); in a thread's scope it counts them
-    all. ``Branch.TOKEN``: the term's exact posting lists (``tokens.py``).
-    ``Branch.WINDOW``: the term's hits in the owner's newest messages come
-    first, its branches read only older ones, and only while it lacks hits
-    (``owner.py``). ``Branch.NEWEST``: the content branch tests each field
-    with ``Dialect.scan_matches``, which no index serves, so that it reads
-    newest first until the limit; ``Branch.SHARED_NEWEST`` terms share one
-    such read (``newest.py``).
+    The fragments every branch takes come once per statement: the dialect's
+    (``Dialect.statement_sql``) and the filters (``statement_filters``).
     """
     terms = [term.term for term in planned]
-    branch_of = [term.branch for term in planned]
-    is_global = scope.is_global
-    limit = SEARCH_COUNT_LIMIT + 1 if is_global else None
+    sql = dialect.statement_sql(terms, narrow=not scope.is_global)
     filters = statement_filters(scope, dialect)
-    searchable, searchable_params = filters.searchable
-    scopes = {"content": filters.content, "argument": filters.argument}
-    branches = []
-    params: list[Any] = []
-    sql = dialect.statement_sql(terms, narrow=not is_global)
-    # Each kind's selected columns, the same in every branch of it.
-    listed = {kind: columns.format(min_chars=sql.min_chars[column]) for kind, column, columns, *_ in _FIELD_KINDS}
-    ctes = [owner.window_sql(scope)] if Branch.WINDOW in branch_of else []
-    shared = frozenset(index for index, branch in enumerate(branch_of) if branch == Branch.SHARED_NEWEST)
-    if shared:
-        where, where_params = scopes["content"]
-        rows = newest.stream_rows(terms, shared, common_words())
-        ctes.append(
-            newest.stream_sql(
-                terms,
-                shared,
-                dialect,
-                columns=listed["content"],
-                where=f"{where} AND {searchable}",
-                where_params=[*where_params, *searchable_params],
-                rows=rows,
-            )
-        )
-    for index, (term, branch_kind) in enumerate(zip(terms, branch_of, strict=True)):
-        if branch_kind == Branch.WINDOW:
-            ctes += owner.term_window_sql(index, term, dialect, **listed)
-            branches.append(f"SELECT * FROM w{index}")
-        for kind, column, _columns, rows, order in _FIELD_KINDS:
-            where, where_params = scopes[kind]
-            selected = listed[kind]
-            if branch_kind == Branch.WINDOW:
-                where = f"{where} AND {owner.before_window_sql(index)}"
-            if kind == "argument" and limit:
-                where = f"{where} AND {_not_older_than_content_sql(index, indexed=branch_kind != Branch.TOKEN)}"
-            if branch_kind == Branch.TOKEN:
-                branch, branch_params = token_branch(
-                    kind,
-                    index,
-                    term,
-                    planned[index].query,
-                    dialect,
-                    columns=selected,
-                    where=f"{where} AND {searchable}",
-                    where_params=[*where_params, *searchable_params],
-                    limit=limit,
-                )
-            elif kind == "content" and branch_kind == Branch.SHARED_NEWEST:
-                branch, branch_params = newest.term_branch(
-                    index,
-                    term,
-                    dialect,
-                    columns=selected,
-                    where=f"{where} AND {searchable}",
-                    where_params=[*where_params, *searchable_params],
-                    limit=limit,
-                )
-            else:
-                if branch_kind == Branch.SCAN or (kind == "content" and branch_kind == Branch.NEWEST):
-                    match, pattern = sql.terms[index].scans[column]
-                else:
-                    match, pattern = sql.terms[index].matches[column]
-                match_params = [pattern]
-                if kind == "content" and spelled and index in spelled:
-                    match = f"({column} LIKE %s OR {match})"
-                    match_params = [like_contains(spelled[index]), *match_params]
-                branch = f"SELECT {index} AS term, {selected} {rows} WHERE {where} AND {searchable} AND {match}"
-                branch_params = [*where_params, *searchable_params, *match_params]
-                if limit:
-                    branch += f" ORDER BY {order} LIMIT %s"
-                    branch_params.append(limit)
-            if kind == "content" and limit:
-                # A CTE: the term's argument branch reads where its content branch stopped.
-                ctes.append((f"c{index} AS MATERIALIZED ({branch})", branch_params))
-                branches.append(f"SELECT * FROM c{index}")
-            else:
-                branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
-                params += branch_params
-    matches = " UNION ALL ".join(branches)
-    if ctes:
-        matches = f"WITH {', '.join(sql for sql, _ in ctes)} {matches}"
-        params = [*(param for _, cte_params in ctes for param in cte_params), *params]
+    matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
     return with_small_windows(matches, params, terms, dialect, scope=scope, start=start, sql=sql, filters=filters)
-
-
-def _not_older_than_content_sql(index: int, *, indexed: bool) -> str:
-    """What a global term's argument branch adds to its WHERE: no message older than its content branch's last row
-    when that branch reached the limit.
-
-    A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first
-    and a message's content before its arguments: once the content branch
-    holds that many, an argument of an older message is never among them.
-    A common word's argument branch then stops where its content did instead
-    of reading arguments back until its own hundred-and-first hit.
-
-    ``indexed``: the bound may narrow the trigram index's candidates through
-    the (message id) index, before their costly re-check. A token branch's
-    posting list is exact and short; ANDed with that range (tens of thousands
-    of ids on a large store) it costs more than it saves, so there the bound
-    only filters the candidates (docs/search.md).
-    """
-    message_id = "a.message_id" if indexed else "(a.message_id + 0)"
-    return (
-        f"{message_id} >= coalesce((SELECT min(c.message_id) FROM c{index} c "
-        f"HAVING count(*) > {SEARCH_COUNT_LIMIT}), 0)"
-    )
 
 
 # A field this small (Dialect.min_chars) gets its window with the match
@@ -278,7 +134,7 @@ def with_small_windows(
 ) -> tuple[str, list[Any]]:
     """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
 
-    ``matches`` selects the match columns (``CONTENT_COLUMNS``); ``MatchRow`` names them all. Two columns
+    ``matches`` selects the match columns (``branches.CONTENT_COLUMNS``); ``MatchRow`` names them all. Two columns
     follow them: the term's position in the field and the window's
     characters (``windows.windows``), or NULL for a row left to the windows
     statement. A row gets them when its field is small (``min_chars`` at most
@@ -310,8 +166,12 @@ def with_small_windows(
         message_id = -negative_message_id
         after_params = [term, term, message_id, message_id, arg_id]
     # Only the rows that get a window and may be a tool's: a user's message costs no lookup.
-    links, links_params = link_sql(scope, dialect, message_id="w.message_id", arg_id="w.arg_id").when(
-        f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')"
+    links, links_params = link_sql(
+        scope,
+        dialect,
+        message_id="w.message_id",
+        arg_id="w.arg_id",
+        when=f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')",
     )
     # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
     # window do not apply them (a no-op "1 = 1" without filters).

@@ -2,6 +2,13 @@
 per term, the branch that finds it and why; ``literal_search`` runs it (``run_plan``) and ``match.py`` writes
 its SQL without deciding anything.
 
+The plan resolves its inputs itself, once per search, and carries them as
+data: the THREADMEM_SEARCH_* knobs (``SearchTuning``), the database's
+capabilities as the settings use them (``dialects.dialect``) and, in the
+global scope, what the token index can tell of each term (``lib/tokens.py``:
+its tsquery, or whether it is a word the index's statistics call common,
+``database.common_words``).
+
 A thread's count is always exact; a global search on PostgreSQL answers
 within about the sum of two time budgets, whatever the terms, each scaled by
 the machine's load (``budget.py``).
@@ -9,16 +16,26 @@ the machine's load (``budget.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from threadmem.lib.tokens import word_lexeme
+from threadmem.lib.tokens import TermTokens, term_tokens
 from threadmem.scope import SearchScope
+from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.database import common_words
+from threadmem.search.literal import dialects
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.owner import has_owner_window
-from threadmem.search.literal.tokens import common_words, newest_first_terms, token_terms
 from threadmem.search.tuning import SearchPath, SearchTuning
+
+# More threads than this: one lookup each would cost more than the owner's window saves (match.py, "An owner's
+# window").
+OWNER_WINDOW_THREADS_MAX = 1_000
+# The shared newest-first read's rows (Branch.SHARED_NEWEST): this many times what the least common word needs
+# by its share of fields, and never more than STREAM_ROWS_MAX.
+STREAM_MARGIN = 4
+STREAM_ROWS_MAX = 50_000
 
 
 class MatchPlan(StrEnum):
@@ -38,19 +55,19 @@ class MatchPlan(StrEnum):
     INDEX_THEN_RECENT = "index-then-recent"
     # PostgreSQL, a non-operator's global scope too large to scan: the same,
     # with the owner's newest messages read first in the index statement and
-    # the indexes asked only for older ones (owner.py).
+    # the indexes asked only for older ones (Branch.WINDOW).
     WINDOW_THEN_RECENT = "window-then-recent"
 
 
 class Branch(StrEnum):
-    """How one term's branch of the match statement finds its fields (``match._match_sql`` writes each)."""
+    """How one term's branches of the match statement find its fields (``match.py`` writes each)."""
 
     SCAN = "scan"  # every row of the scope, with a test no index serves
     TRIGRAM = "trigram index"
-    TOKEN = "token index"  # exact posting lists (tokens.py), re-checked newest first
-    NEWEST = "newest first"  # a common word's content, newest first with no index (tokens.newest_first_terms)
-    SHARED_NEWEST = "shared newest first"  # the same, one read shared by two or more such words (newest.py)
-    WINDOW = "owner's window, then trigram index"  # owner.py
+    TOKEN = "token index"  # exact posting lists (lib/tokens.py), re-checked newest first
+    NEWEST = "newest first"  # a common word's content, newest first with no index (newest_first_terms)
+    SHARED_NEWEST = "shared newest first"  # the same, one read shared by two or more such words (stream_rows)
+    WINDOW = "owner's window, then trigram index"  # has_owner_window
 
 
 @dataclass(frozen=True)
@@ -59,6 +76,7 @@ class TermPlan:
     branch: Branch
     reason: str
     query: str | None = None  # Branch.TOKEN: the term's tsquery
+    rows: int | None = None  # Branch.SHARED_NEWEST: how many of the newest messages the shared read reads
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,8 @@ class SearchPlan:
     kind: MatchPlan
     reason: str
     terms: tuple[TermPlan, ...]
+    scope: SearchScope
+    dialect: Dialect
     tuning: SearchTuning
 
 
@@ -108,16 +128,32 @@ def _choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple
     return MatchPlan.SPELLED_INDEX, "large thread without threadmem_search: its spelling first, then the index"
 
 
-def plan_search(scope: SearchScope, terms: Sequence[str], dialect: Dialect, tuning: SearchTuning) -> SearchPlan:
-    """The whole plan. A global index plan reads the token index's statistics here, before the match statement
-    (``common_words``: on the driver's cursor, at most once a minute per connection)."""
+def has_owner_window(scope: SearchScope) -> bool:
+    """Whether a global search of ``scope`` reads the owner's newest messages first (a non-operator's, few threads).
+
+    An owner's threads are interleaved with every other owner's, so the
+    trigram index of a word common across the store reads its whole posting
+    list before it keeps the owner's fields, and the newest-messages
+    fallback, which reads the store's newest ids, holds few of theirs. Their
+    own newest messages come cheaply from the (thread, id) index instead.
+    """
+    threads = scope.readable_thread_ids
+    return scope.is_global and threads is not None and 0 < len(threads) <= OWNER_WINDOW_THREADS_MAX
+
+
+def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTuning | None = None) -> SearchPlan:
+    """The whole plan, its inputs resolved here (``tuning``: the settings' unless given). A global index plan
+    reads the token index's statistics here, before the match statement (``database.common_words``: on the
+    driver's cursor, at most once a minute per connection)."""
+    tuning = tuning or SearchTuning.from_settings()
+    dialect = dialects.dialect(tuning)
     kind, reason = _choose(scope, dialect, tuning)
     if kind in (MatchPlan.INDEX_THEN_RECENT, MatchPlan.WINDOW_THEN_RECENT):
         planned = index_term_plans(scope, terms, dialect, window=kind == MatchPlan.WINDOW_THEN_RECENT)
     else:
         branch = Branch.SCAN if kind == MatchPlan.SCAN else Branch.TRIGRAM
         planned = tuple(TermPlan(term, branch, reason) for term in terms)
-    return SearchPlan(kind, reason, planned, tuning)
+    return SearchPlan(kind, reason, planned, scope, dialect, tuning)
 
 
 def index_term_plans(
@@ -125,23 +161,28 @@ def index_term_plans(
 ) -> tuple[TermPlan, ...]:
     """Per term, the branch of an index statement: in a thread the trigram index; in the global scope the token
     index where the term allows it, else (over every thread) newest first for a word the statistics call common,
-    else the trigram index, after the owner's newest messages when ``window``."""
+    else the trigram index, after the owner's newest messages when ``window``.
+
+    A term the token index narrows skips the owner's window: its exact posting
+    list holds the fields that can match and nothing else, so reading the
+    window for it would cost a rare host or path more than the whole index
+    branch (docs/search.md, "An owner's window").
+    """
     if not scope.is_global:
         return tuple(TermPlan(term, Branch.TRIGRAM, "large thread: the trigram index narrows") for term in terms)
-    tokens = token_terms(list(terms), dialect)
-    every_thread = scope.readable_thread_ids is None
-    newest_first = newest_first_terms(list(terms), dialect) if every_thread else frozenset()
-    shares = common_words() if newest_first else {}
+    told = term_tokens(terms) if dialect.has_tokens else [TermTokens(None, None)] * len(terms)
+    shares = _common_shares(told) if scope.readable_thread_ids is None else {}
+    rows = stream_rows(shares.values()) if len(shares) > 1 else None
     planned = []
     for index, term in enumerate(terms):
-        if index in tokens:
+        if told[index].query is not None:
             why = "its runs pair in the token index: exact posting lists"
-            planned.append(TermPlan(term, Branch.TOKEN, why, tokens[index]))
-        elif index in newest_first:
-            share = shares.get(word_lexeme(term) or "", 0.0)
-            if len(newest_first) > 1:
-                why = f"common word ({share:.0%} of fields): one newest-first read shared by {len(newest_first)} words"
-                planned.append(TermPlan(term, Branch.SHARED_NEWEST, why))
+            planned.append(TermPlan(term, Branch.TOKEN, why, told[index].query))
+        elif index in shares:
+            share = shares[index]
+            if rows is not None:
+                why = f"common word ({share:.0%} of fields): one newest-first read shared by {len(shares)} words"
+                planned.append(TermPlan(term, Branch.SHARED_NEWEST, why, rows=rows))
             else:
                 planned.append(TermPlan(term, Branch.NEWEST, f"common word ({share:.0%} of fields): newest first"))
         elif window:
@@ -151,3 +192,40 @@ def index_term_plans(
             why = "no token pairs, not a common word: the trigram index narrows"
             planned.append(TermPlan(term, Branch.TRIGRAM, why if dialect.has_tokens else "the trigram index narrows"))
     return tuple(planned)
+
+
+def newest_first_terms(terms: Sequence[str], dialect: Dialect) -> frozenset[int]:
+    """The terms whose global content branch reads newest first, with no index: words the statistics call common.
+
+    The trigram index's estimate of a word comes from the column's histogram,
+    which holds short fields only, so it underestimates a word common in long
+    ones and the planner reads all of its posting list. The token index's
+    statistics count whole words in every field: a floor on the term's share.
+    Tool arguments are short, so their histogram estimates well; there the
+    planner's choice costs less than reading newest first (docs/search.md, "The token index").
+    """
+    if not dialect.has_tokens:
+        return frozenset()
+    return frozenset(_common_shares(term_tokens(terms)))
+
+
+def _common_shares(told: Sequence[TermTokens]) -> dict[int, float]:
+    """The terms that are words the statistics call common, by index: their shares of the fields."""
+    words = {index: tokens.word for index, tokens in enumerate(told) if tokens.word is not None}
+    common = common_words() if words else {}
+    return {index: common[word] for index, word in words.items() if word in common}
+
+
+def stream_rows(shares: Iterable[float]) -> int:
+    """How many of the newest messages one read shared by common words of these shares may read.
+
+    Decompressing the newest messages is most of what a common word's
+    newest-first branch costs, so two or more such words share one read
+    (``match.py``, ``nf``). It has an end so that the planner reads the id
+    index backwards instead of the whole table and a sort; a word short of
+    hits there goes on in the older messages, so the hits are the same.
+    """
+    least = min(shares, default=0.0)
+    if least <= 0:
+        return STREAM_ROWS_MAX
+    return min(STREAM_ROWS_MAX, math.ceil(STREAM_MARGIN * (SEARCH_COUNT_LIMIT + 1) / least))

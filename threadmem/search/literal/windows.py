@@ -78,7 +78,7 @@ def window_sql_walk(
         )
         params += [ordinal, message_id, arg_id, dialect.pattern(terms[term]), dialect.needle(terms[term]), cost]
     searchable, searchable_params = searchable_sql("m")
-    links, links_params = link_sql(scope, dialect, message_id="p.message_id", arg_id="p.arg_id").when("w.pos > 0")
+    links, links_params = link_sql(scope, dialect, message_id="p.message_id", arg_id="p.arg_id", when="w.pos > 0")
     lead, width, tail = WINDOW_LEAD, WINDOW_CHARS, len(TAIL_MARK)
     statement = (
         f"WITH RECURSIVE p(ord, message_id, arg_id, pattern, needle, hdr) AS (VALUES {', '.join(rows)}), "
@@ -109,7 +109,7 @@ def window_sql_all(
     """SQLite: cut the windows of every pair (a file database on a laptop; no walk needed)."""
     values, params = _pairs_values(pairs, terms, dialect)
     searchable, searchable_params = searchable_sql("m")
-    links, links_params = link_sql(scope, dialect, message_id="s.message_id", arg_id="s.arg_id").when("s.pos > 0")
+    links, links_params = link_sql(scope, dialect, message_id="s.message_id", arg_id="s.arg_id", when="s.pos > 0")
     statement = (
         f"WITH p(ord, message_id, arg_id, pattern, needle) AS (VALUES {values}), "
         "s AS MATERIALIZED ("
