@@ -26,9 +26,12 @@ from tests.support.factories import append, make_thread
 from tests.support.search import skip_without_search_extension
 from threadmem import services
 from threadmem.models import ToolCall
+from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.literal import run_plan
 from threadmem.search.literal.budget import within_budget
+from threadmem.search.literal.plan import plan_search
 
 
 def fill(thread, hits: int, *, small: bool = False) -> None:
@@ -288,3 +291,24 @@ def test_outside_a_transaction_a_global_search_leaves_the_session_settings_alone
     )
     assert logged.arguments == {"query": "tally", "channel": None}
     assert logged.created_at is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope", ["thread", "global"])
+def test_a_described_questions_first_page_cuts_no_window_it_cannot_list(owner, thread, scope, settings):
+    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1
+    fill(thread, 40, small=True)
+    resolved = resolve_scope(user=owner, channel=thread.channel if scope == "thread" else None)
+    # The whole query matches nothing, one of its words does: a described question, whose first page lists no hit.
+    plan = plan_search(resolved, ["tally gauge", "tally", "gauge"])
+
+    capped = run_plan(plan, start=None, described_max_chars=0)
+    listed = run_plan(plan, start=None)
+
+    assert [row.candidate() for row in capped.rows] == [row.candidate() for row in listed.rows]
+    assert all(row.position is None for row in capped.rows)
+    assert any(row.position for row in listed.rows)
+    # A query whose whole text matches keeps its windows whatever the cap.
+    whole = run_plan(plan_search(resolved, ["echo", "tally"]), start=None, described_max_chars=0)
+    assert any(row.position for row in whole.rows)

@@ -89,7 +89,7 @@ def literal_search(
     plan = plan_search(scope, terms)
     key = start.key if start is not None else None
     started = time.perf_counter()
-    matches = run_plan(plan, start=key)
+    matches = run_plan(plan, start=key, described_max_chars=described_max_chars)
     ran_ms = (time.perf_counter() - started) * 1000
     part = _literal_search(
         scope, terms, plan.dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
@@ -105,31 +105,35 @@ class Matches(NamedTuple):
     matched_by: MatchedBy
 
 
-def run_plan(plan: SearchPlan, *, start: tuple[int, int, int] | None) -> Matches:
+def run_plan(
+    plan: SearchPlan, *, start: tuple[int, int, int] | None, described_max_chars: int | None = None
+) -> Matches:
     """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
 
-    ``start``: a later page's cursor key (``match.with_small_windows``).
+    ``start``: a later page's cursor key, ``described_max_chars`` a described question's cap
+    (``match.with_small_windows``).
     """
     scope, dialect, tuning = plan.scope, plan.dialect, plan.tuning
     terms = [term.term for term in plan.terms]
+    capped = {"start": start, "described_max_chars": described_max_chars}
     match plan.kind:
         case MatchPlan.SCAN:
-            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, **capped))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.SPELLED_INDEX:
             spelled = spellings(scope, terms, dialect, sample_bytes=tuning.spelling_sample_bytes)
-            statement = index_match_sql(scope, terms, dialect, spelled=spelled, start=start, planned=plan.terms)
+            statement = index_match_sql(scope, terms, dialect, spelled=spelled, planned=plan.terms, **capped)
             return Matches(fetch_matches(*statement), Coverage.ALL, MatchedBy.SPELLED if spelled else MatchedBy.INDEX)
         case MatchPlan.INDEX_THEN_SCAN:
-            statement, params = index_match_sql(scope, terms, dialect, start=start, planned=plan.terms)
+            statement, params = index_match_sql(scope, terms, dialect, planned=plan.terms, **capped)
             budgeted = within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes, tuning))
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
             # The index could not narrow the terms in time: read the thread.
-            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, start=start))
+            rows = fetch_matches(*scan_match_sql(scope, terms, dialect, **capped))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
-            statement, params = index_match_sql(scope, terms, dialect, start=start, planned=plan.terms)
+            statement, params = index_match_sql(scope, terms, dialect, planned=plan.terms, **capped)
             budgeted = within_budget(statement, params, tuning.index_budget_ms, scale_by_load=True, tuning=tuning)
             if budgeted is not None:
                 return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)

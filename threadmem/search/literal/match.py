@@ -71,6 +71,7 @@ def index_match_sql(
     start: tuple[int, int, int] | None = None,
     window: bool = False,
     planned: Sequence[TermPlan] | None = None,
+    described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope through the indexes, each term as ``planned`` says
     (default: ``plan.index_term_plans``, with the owner's window when ``window``).
@@ -80,14 +81,20 @@ def index_match_sql(
     """
     if planned is None:
         planned = index_term_plans(scope, terms, dialect, window=window)
-    return _match_sql(scope, planned, dialect, spelled=spelled, start=start)
+    return _match_sql(scope, planned, dialect, spelled=spelled, start=start, described_max_chars=described_max_chars)
 
 
 def scan_match_sql(
-    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
+    scope: SearchScope,
+    terms: Sequence[str],
+    dialect: Dialect,
+    *,
+    start: tuple[int, int, int] | None = None,
+    described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
-    return _match_sql(scope, [TermPlan(term, Branch.SCAN, "") for term in terms], dialect, spelled=None, start=start)
+    planned = [TermPlan(term, Branch.SCAN, "") for term in terms]
+    return _match_sql(scope, planned, dialect, spelled=None, start=start, described_max_chars=described_max_chars)
 
 
 def _match_sql(
@@ -97,6 +104,7 @@ def _match_sql(
     *,
     spelled: Mapping[int, str] | None,
     start: tuple[int, int, int] | None,
+    described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, each term's branches written as its ``TermPlan.branch`` says
     (``branches.py``), in listing order with the small fields' windows.
@@ -108,7 +116,17 @@ def _match_sql(
     sql = dialect.statement_sql(terms, narrow=not scope.is_global)
     filters = statement_filters(scope, dialect)
     matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
-    return with_small_windows(matches, params, terms, dialect, scope=scope, start=start, sql=sql, filters=filters)
+    return with_small_windows(
+        matches,
+        params,
+        terms,
+        dialect,
+        scope=scope,
+        start=start,
+        sql=sql,
+        filters=filters,
+        described_max_chars=described_max_chars,
+    )
 
 
 # A field this small (Dialect.min_chars) gets its window with the match
@@ -131,6 +149,7 @@ def with_small_windows(
     start: tuple[int, int, int] | None = None,
     sql: StatementSql | None = None,
     filters: StatementFilters | None = None,
+    described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
 
@@ -149,7 +168,10 @@ def with_small_windows(
 
     ``start``: a later page's cursor (``cursor.listing_key``): only rows from
     it on get windows, counted from it. Each row with a window also gets its
-    tool and other half (``links.link_sql``).
+    tool and other half (``links.link_sql``). ``described_max_chars``: the
+    cap of a described question's first page (``literal_search``), in force
+    when no row matches the whole query (term 0): the windows it cannot list
+    are not cut.
     """
     # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
     sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
@@ -176,6 +198,10 @@ def with_small_windows(
     # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
     # window do not apply them (a no-op "1 = 1" without filters).
     filtered, filtered_params = filters.candidates
+    cap, cap_params, whole = "%s", [THREAD_LITERAL_MAX_CHARS], ""
+    if described_max_chars is not None and start is None and len(terms) > 1:
+        cap, cap_params = "CASE WHEN s.whole = 1 THEN %s ELSE %s END", [THREAD_LITERAL_MAX_CHARS, described_max_chars]
+        whole = ", max(CASE WHEN u.term = 0 THEN 1 ELSE 0 END) OVER () AS whole"
     body = (
         "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
         "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
@@ -189,12 +215,12 @@ def with_small_windows(
         "SELECT v.*, "
         f"CASE WHEN v.body IS NOT NULL THEN {sql.position} END AS pos "
         "FROM ("
-        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < %s AND s.after = 1 THEN {body} || '' END AS body "
+        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < {cap} AND s.after = 1 THEN {body} || '' END AS body "
         "FROM ("
         "SELECT u.*, t.pattern, t.needle, "
         f"sum(CASE WHEN {after} THEN {cost} ELSE 0 END) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, "
         f"u.arg_id ROWS UNBOUNDED PRECEDING) - CASE WHEN {after} THEN {cost} ELSE 0 END AS before, "
-        f"CASE WHEN {after} THEN 1 ELSE 0 END AS after "
+        f"CASE WHEN {after} THEN 1 ELSE 0 END AS after{whole} "
         f"FROM ({matches}) u JOIN t ON t.term = u.term WHERE {filtered}"
         f") s {dialect.fence}) v {dialect.fence}) w "
         "ORDER BY w.term, w.message_id DESC, w.arg_id"
@@ -203,7 +229,7 @@ def with_small_windows(
         *terms_params,
         *links_params,
         SMALL_FIELD_CHARS,
-        THREAD_LITERAL_MAX_CHARS,
+        *cap_params,
         *after_params * 3,
         *params,
         *filtered_params,
