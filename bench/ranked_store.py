@@ -20,9 +20,8 @@ its messages, between stop words, asked as a question ("what did we say
 about ... ?"): no literal hit for the whole query, one for many of its words.
 Per scope it prints p50/p95/p99 of the whole tool (``search_memory``), of the
 literal part (the same call with no semantic provider), and of the lane alone
-(``ranked_results`` on the resolved scope, no budget), how many answers said
-the lane ran out of time (a global one: THREADMEM_RANKED_GLOBAL_BUDGET_MS),
-and in how many the literal part counted the hits the call without the lane counts.
+(``ranked_results`` on the resolved scope, no budget), and how many answers
+said the lane ran out of time (a global one: THREADMEM_RANKED_GLOBAL_BUDGET_MS).
 """
 
 from __future__ import annotations
@@ -137,9 +136,10 @@ def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) ->
     from threadmem.search.ranked.lane import ranked_results
 
     scope = resolve_scope(user=user, channel=channel)
-    whole, literal, lane, out_of_time, listed, same = [], [], [], 0, [], 0
-    warm = search_memory(user=user, query=asked[0], channel=channel)  # warm: model, connection
-    assert semantic.ranked_in_force() and "Ranked by keyword" in warm.text, warm.text[-300:]
+    whole, literal, lane, out_of_time, listed = [], [], [], 0, []
+    for _ in range(2):  # warm: the model, the workers' connections (a cold global lane runs out of time)
+        warm = search_memory(user=user, query=asked[0], channel=channel)
+    assert semantic.ranked_in_force() and ("Ranked by keyword" in warm.text or OUT_OF_TIME in warm.text), warm.text
     for question in asked:
         started = time.perf_counter()
         result = search_memory(user=user, query=question, channel=channel)
@@ -148,18 +148,13 @@ def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) ->
         listed.append(result.literal_hits_total)
         with semantic.provider_installed(semantic.not_configured):
             started = time.perf_counter()
-            alone = search_memory(user=user, query=question, channel=channel)
+            search_memory(user=user, query=question, channel=channel)
             literal.append((time.perf_counter() - started) * 1000)
-        same += result.literal_hits_total == alone.literal_hits_total
         started = time.perf_counter()
         ranked_results(scope=scope, query=question, terms=[])
         lane.append((time.perf_counter() - started) * 1000)
     print(f" {label} ({len(asked)} questions; literal hits p50 {statistics.median(listed):.0f})", flush=True)
-    print(
-        f"   {figures('whole tool  ', whole)}  ms;  lane out of time: {out_of_time}; "
-        f"literal hit count as without the lane: {same} of {len(asked)}",
-        flush=True,
-    )
+    print(f"   {figures('whole tool  ', whole)}  ms;  lane out of time: {out_of_time} of {len(asked)}", flush=True)
     print(f"   {figures('literal part', literal)}  ms", flush=True)
     print(f"   {figures('lane alone  ', lane)}  ms", flush=True)
     return whole
