@@ -24,7 +24,7 @@ from threadmem.models import Chunk
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
-from threadmem.search.ranked import keyword, lane
+from threadmem.search.ranked import keyword, lane, vectors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -299,3 +299,37 @@ def test_a_large_stores_global_ranking_leaves_its_common_words_out_and_keeps_the
     assert their_zebrafish.id not in ranked_ids(owner, question, None)
     assert zebrafish.id in ranked_ids(owner, question, None)
     assert their_zebrafish.id in ranked_ids(other, question, None)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite ranks with FTS5's bm25()")
+def test_a_threads_keyword_ranking_from_its_kept_lexemes_is_the_databases(owner, static_model):
+    thread = make_thread(owner, "words")
+    append(
+        thread,
+        *(
+            {"role": "user", "content": text}
+            for text in (GROUP, PAINT, CHAT, "support support group: the group met at 5", "Caroline's O'Reilly book")
+        ),
+    )
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel=thread.channel)
+    held = vectors.scope_pieces(scope=scope, model=static.STATIC_MODEL)
+    keyword._kept.clear()
+
+    for query in (QUESTION, "support group", "O'Reilly's book", "nothing matches zzz"):
+        from_database = keyword.rank_pieces(scope=scope, query=query, model=static.STATIC_MODEL, limit=50)
+        kept = keyword.rank_pieces(scope=scope, query=query, model=static.STATIC_MODEL, limit=50, ids=held.ids.tolist())
+        assert kept == from_database
+    assert keyword._kept  # the second query on read the lexemes this process kept
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL tsvector")
+def test_a_tsvectors_text_is_read_back_with_its_quotes_and_backslashes():
+    lexemes = ["it's", "back\\slash", "plain", "''"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT setweight(array_to_tsvector(%s), 'A')::text || ' ' || 'x:1,2,3'::tsvector::text", [lexemes]
+        )
+        (text,) = cursor.fetchone()
+
+    assert keyword.tsvector_counts(text) == {**dict.fromkeys(lexemes, 0), "x": 3}

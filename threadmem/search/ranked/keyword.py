@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 
 from django.db import connection
 from django.db.models import BooleanField
@@ -45,6 +46,8 @@ MAX_ROWS = 50_000
 # the scope's size is the table's estimate instead of a count (docs/scaling.md, "Ranked lane at 1M").
 LARGE_TABLE_PIECES = 20_000
 COMMON_LEXEME_SHARE = 0.01
+# Pieces whose lexeme counts this process keeps for held scopes (~1 KB each), the first read dropped first.
+KEPT_MAX_PIECES = 40_000
 # SQLite: a query word is a run of letters and digits (FTS5's unicode61 tokens).
 _WORD = re.compile(r"\w+")
 _MAX_WORDS = 64
@@ -80,20 +83,18 @@ def _tsquery(lexemes: list[str]) -> str:
 
 
 def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> list[tuple[int, int, float]]:
-    if ids is None:
-        scope_sql, scope_params = pieces.query.sql_with_params()
-    else:
-        scope_sql, scope_params = "SELECT unnest(%s::bigint[]) AS id", [ids]
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
         lexemes = list(cursor.fetchone()[0] or [])
         if not lexemes:
             return []
-        if ids is None:
-            cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'threadmem_chunk'::regclass")
-            estimate = cursor.fetchone()[0]
-            if estimate > LARGE_TABLE_PIECES:
-                return _rank_large_postgres(cursor, pieces, uncommon(cursor, lexemes), limit=limit, total=estimate)
+        if ids is not None:
+            return _rank_held(cursor, ids, lexemes, limit=limit)
+        scope_sql, scope_params = pieces.query.sql_with_params()
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'threadmem_chunk'::regclass")
+        estimate = cursor.fetchone()[0]
+        if estimate > LARGE_TABLE_PIECES:
+            return _rank_large_postgres(cursor, pieces, uncommon(cursor, lexemes), limit=limit, total=estimate)
         # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
         cursor.execute(
             f"WITH scope AS MATERIALIZED ({scope_sql}) "
@@ -109,6 +110,61 @@ def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> 
     total = rows[0][4]
     messages = {row[0]: row[5] for row in rows}
     return [(piece, messages[piece], score) for piece, score in bm25(rows, total=total)[:limit]]
+
+
+def _rank_held(cursor, ids: list[int], lexemes: list[str], *, limit: int) -> list[tuple[int, int, float]]:
+    """BM25 over the held pieces ``ids`` (a thread's scope, ``vectors.scope_pieces``), from their lexeme counts
+    kept in this process: the rows and their order are the statement's below, so the ranking is the same.
+
+    Reading them from the database on every search unnested every matching piece's lexemes: most of the lane's
+    time in a thread of thousands of pieces (docs/scaling.md, "Ranked lane at 1M"). A piece's lexemes never
+    change (a re-embedding stores a new piece), so a kept one is never stale.
+    """
+    rows = []
+    for chunk_id, (message_id, counts) in zip(ids, _lexeme_counts(cursor, ids), strict=True):
+        for lexeme in lexemes:  # the query's lexemes in the tsvector's order, as unnest lists a piece's
+            count = counts.get(lexeme)
+            if count is not None:
+                rows.append((chunk_id, lexeme, count, len(counts), message_id))
+    if not rows:
+        return []
+    messages = {row[0]: row[4] for row in rows}
+    return [(piece, messages[piece], score) for piece, score in bm25(rows, total=len(ids))[:limit]]
+
+
+_kept_lock = threading.Lock()
+_kept: OrderedDict[int, tuple[int, dict[str, int]]] = OrderedDict()
+
+
+def _lexeme_counts(cursor, ids: list[int]) -> list[tuple[int, dict[str, int]]]:
+    """(message id, {lexeme: count}) of each piece in ``ids``, reading the ones not kept yet in one statement."""
+    with _kept_lock:
+        found = [_kept.get(chunk_id) for chunk_id in ids]
+    missing = [chunk_id for chunk_id, kept in zip(ids, found, strict=True) if kept is None]
+    if missing:
+        cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [missing])
+        read = {chunk_id: (message_id, tsvector_counts(text or "")) for chunk_id, message_id, text in cursor.fetchall()}
+        with _kept_lock:
+            _kept.update(read)
+            while len(_kept) > KEPT_MAX_PIECES:
+                _kept.popitem(last=False)
+        found = [
+            kept if kept is not None else read.get(chunk_id, (0, {})) for chunk_id, kept in zip(ids, found, strict=True)
+        ]
+    return found
+
+
+_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?")
+_ESCAPE = re.compile(r"''|\\(.)")
+
+
+def tsvector_counts(text: str) -> dict[str, int]:
+    """A tsvector's text (``'word':1,4 'other':2``) as {lexeme: its number of positions}."""
+    counts = {}
+    for quoted, positions in _LEXEME.findall(text):
+        lexeme = _ESCAPE.sub(lambda m: "'" if m.group(0) == "''" else m.group(1), quoted)
+        counts[lexeme] = positions.count(",") + 1 if positions else 0
+    return counts
 
 
 def uncommon(cursor, lexemes: list[str]) -> list[str]:
