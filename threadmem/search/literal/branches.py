@@ -18,8 +18,8 @@ them all.
   ``Dialect.scan_matches``, so that it reads newest first until the limit.
   ``SHARED_NEWEST``: ``connection refused`` asks for the phrase and for each
   word, so two such branches would read the same newest rows, and
-  decompressing them is most of what each costs (docs/search.md, "Common
-  words share one read"). One CTE (``nf``) reads the plan's rows of the
+  decompressing them is most of what each costs
+  (docs/search.md, "Common words share one read"). One CTE (``nf``) reads the plan's rows of the
   newest messages once and tests every such word in it; each word takes its
   hits from it, then goes on in older messages while it lacks hits.
 * ``WINDOW``: an owner's newest messages come from the (thread, id) index:
