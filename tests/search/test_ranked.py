@@ -302,7 +302,9 @@ def test_a_large_stores_global_ranking_leaves_its_common_words_out_and_keeps_the
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite ranks with FTS5's bm25()")
-def test_a_threads_keyword_ranking_from_its_kept_lexemes_is_the_databases(owner, static_model):
+@pytest.mark.parametrize("kept_max", [keyword.KEPT_MAX_PIECES, 2])  # 2: fewer than the scope's, evicted as read
+def test_a_threads_keyword_ranking_from_its_kept_lexemes_is_the_databases(owner, static_model, kept_max, monkeypatch):
+    monkeypatch.setattr(keyword, "KEPT_MAX_PIECES", kept_max)
     thread = make_thread(owner, "words")
     append(
         thread,
@@ -314,13 +316,16 @@ def test_a_threads_keyword_ranking_from_its_kept_lexemes_is_the_databases(owner,
     embedded(thread)
     scope = resolve_scope(user=owner, channel=thread.channel)
     held = vectors.scope_pieces(scope=scope, model=static.STATIC_MODEL)
-    keyword._kept.clear()
+    keyword.clear_kept()
 
     for query in (QUESTION, "support group", "O'Reilly's book", "nothing matches zzz"):
         from_database = keyword.rank_pieces(scope=scope, query=query, model=static.STATIC_MODEL, limit=50)
         kept = keyword.rank_pieces(scope=scope, query=query, model=static.STATIC_MODEL, limit=50, ids=held.ids.tolist())
         assert kept == from_database
-    assert keyword._kept  # the second query on read the lexemes this process kept
+    assert len(keyword._kept) == min(kept_max, len(held.ids))
+    assert sum(len(holders) for holders in keyword._postings.values()) == sum(
+        len(counts) for _, counts in keyword._kept.values()
+    )
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL tsvector")

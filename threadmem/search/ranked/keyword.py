@@ -46,8 +46,6 @@ MAX_ROWS = 50_000
 # the scope's size is the table's estimate instead of a count (docs/scaling.md, "Ranked lane at 1M").
 LARGE_TABLE_PIECES = 20_000
 COMMON_LEXEME_SHARE = 0.01
-# Pieces whose lexeme counts this process keeps for held scopes (~1 KB each), the first read dropped first.
-KEPT_MAX_PIECES = 40_000
 # SQLite: a query word is a run of letters and digits (FTS5's unicode61 tokens).
 _WORD = re.compile(r"\w+")
 _MAX_WORDS = 64
@@ -95,16 +93,20 @@ def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> 
         estimate = cursor.fetchone()[0]
         if estimate > LARGE_TABLE_PIECES:
             return _rank_large_postgres(cursor, pieces, uncommon(cursor, lexemes), limit=limit, total=estimate)
-        # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
-        cursor.execute(
-            f"WITH scope AS MATERIALIZED ({scope_sql}) "
-            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope), "
-            "c.message_id "
-            "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
-            "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
-            [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
-        )
-        rows = cursor.fetchall()
+        return _rank_statement(cursor, scope_sql, scope_params, lexemes, limit=limit)
+
+
+def _rank_statement(cursor, scope_sql: str, scope_params, lexemes: list[str], *, limit: int):
+    # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
+    cursor.execute(
+        f"WITH scope AS MATERIALIZED ({scope_sql}) "
+        "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope), "
+        "c.message_id "
+        "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
+        "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
+        [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
+    )
+    rows = cursor.fetchall()
     if not rows:
         return []
     total = rows[0][4]
@@ -114,44 +116,67 @@ def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> 
 
 def _rank_held(cursor, ids: list[int], lexemes: list[str], *, limit: int) -> list[tuple[int, int, float]]:
     """BM25 over the held pieces ``ids`` (a thread's scope, ``vectors.scope_pieces``), from their lexeme counts
-    kept in this process: the rows and their order are the statement's below, so the ranking is the same.
+    kept in this process: the rows are the statement's below and a piece's come in the same order (the query's
+    lexemes in the tsvector's order, as unnest lists them), so the ranking is the same.
 
     Reading them from the database on every search unnested every matching piece's lexemes: most of the lane's
     time in a thread of thousands of pieces (docs/scaling.md, "Ranked lane at 1M"). A piece's lexemes never
     change (a re-embedding stores a new piece), so a kept one is never stale.
     """
-    rows = []
-    for chunk_id, (message_id, counts) in zip(ids, _lexeme_counts(cursor, ids), strict=True):
-        for lexeme in lexemes:  # the query's lexemes in the tsvector's order, as unnest lists a piece's
-            count = counts.get(lexeme)
-            if count is not None:
-                rows.append((chunk_id, lexeme, count, len(counts), message_id))
+    in_scope = set(ids)
+    for _ in range(KEEP_ATTEMPTS):
+        with _kept_lock:
+            missing = [chunk_id for chunk_id in ids if chunk_id not in _kept]
+            if not missing:
+                rows = [
+                    (chunk_id, lexeme, count, len(_kept[chunk_id][1]), _kept[chunk_id][0])
+                    for lexeme in lexemes
+                    for chunk_id, count in _postings.get(lexeme, {}).items()
+                    if chunk_id in in_scope
+                ]
+                break
+        _keep(cursor, missing)
+    else:  # other searches evicted this scope's pieces as fast as they were read: the statement answers
+        return _rank_statement(cursor, "SELECT unnest(%s::bigint[]) AS id", [ids], lexemes, limit=limit)
     if not rows:
         return []
     messages = {row[0]: row[4] for row in rows}
     return [(piece, messages[piece], score) for piece, score in bm25(rows, total=len(ids))[:limit]]
 
 
+# Pieces whose lexeme counts this process keeps (~1 KB each), the first read dropped first, and the tries to have
+# all of a scope's kept at once.
+KEPT_MAX_PIECES = 40_000
+KEEP_ATTEMPTS = 3
 _kept_lock = threading.Lock()
-_kept: OrderedDict[int, tuple[int, dict[str, int]]] = OrderedDict()
+_kept: OrderedDict[int, tuple[int, dict[str, int]]] = OrderedDict()  # piece: (message, {lexeme: count})
+_postings: dict[str, dict[int, int]] = {}  # lexeme: {piece: count}, over the kept pieces
 
 
-def _lexeme_counts(cursor, ids: list[int]) -> list[tuple[int, dict[str, int]]]:
-    """(message id, {lexeme: count}) of each piece in ``ids``, reading the ones not kept yet in one statement."""
+def _keep(cursor, ids: list[int]) -> None:
+    """Read the lexeme counts of ``ids`` (one statement) and keep them; a piece gone since is kept empty."""
+    cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [ids])
+    read = {chunk_id: (message_id, tsvector_counts(text or "")) for chunk_id, message_id, text in cursor.fetchall()}
     with _kept_lock:
-        found = [_kept.get(chunk_id) for chunk_id in ids]
-    missing = [chunk_id for chunk_id, kept in zip(ids, found, strict=True) if kept is None]
-    if missing:
-        cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [missing])
-        read = {chunk_id: (message_id, tsvector_counts(text or "")) for chunk_id, message_id, text in cursor.fetchall()}
-        with _kept_lock:
-            _kept.update(read)
-            while len(_kept) > KEPT_MAX_PIECES:
-                _kept.popitem(last=False)
-        found = [
-            kept if kept is not None else read.get(chunk_id, (0, {})) for chunk_id, kept in zip(ids, found, strict=True)
-        ]
-    return found
+        for chunk_id in ids:
+            if chunk_id in _kept:
+                continue
+            _, counts = _kept[chunk_id] = read.get(chunk_id, (0, {}))
+            for lexeme, count in counts.items():
+                _postings.setdefault(lexeme, {})[chunk_id] = count
+        while len(_kept) > KEPT_MAX_PIECES:
+            chunk_id, (_, counts) = _kept.popitem(last=False)
+            for lexeme in counts:
+                holders = _postings[lexeme]
+                del holders[chunk_id]
+                if not holders:
+                    del _postings[lexeme]
+
+
+def clear_kept() -> None:
+    with _kept_lock:
+        _kept.clear()
+        _postings.clear()
 
 
 _LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?")
