@@ -24,7 +24,7 @@ from threadmem.models import Chunk
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
-from threadmem.search.ranked import keyword, lane, vectors
+from threadmem.search.ranked import keyword, lane, lexicon, vectors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -302,30 +302,38 @@ def test_a_large_stores_global_ranking_leaves_its_common_words_out_and_keeps_the
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite ranks with FTS5's bm25()")
-@pytest.mark.parametrize("kept_max", [keyword.KEPT_MAX_PIECES, 2])  # 2: fewer than the scope's, evicted as read
-def test_a_threads_keyword_ranking_from_its_kept_lexemes_is_the_databases(owner, static_model, kept_max, monkeypatch):
-    monkeypatch.setattr(keyword, "KEPT_MAX_PIECES", kept_max)
+@pytest.mark.parametrize("kept_max", [lexicon.KEPT_MAX_BYTES, 1])  # 1: every other scope's index dropped
+def test_a_threads_keyword_ranking_from_its_kept_index_is_the_databases(
+    owner, admin, static_model, kept_max, monkeypatch
+):
+    monkeypatch.setattr(lexicon, "KEPT_MAX_BYTES", kept_max)
+    lexicon.clear()
     thread = make_thread(owner, "words")
-    append(
-        thread,
-        *(
-            {"role": "user", "content": text}
-            for text in (GROUP, PAINT, CHAT, "support support group: the group met at 5", "Caroline's O'Reilly book")
-        ),
-    )
-    embedded(thread)
-    scope = resolve_scope(user=owner, channel=thread.channel)
-    held = vectors.scope_pieces(scope=scope, model=static.STATIC_MODEL)
-    keyword.clear_kept()
+    texts = (GROUP, PAINT, CHAT, "support support group: the group met at 5", "Caroline's O'Reilly book")
+    messages = append(thread, *({"role": "user", "content": text} for text in texts))
+    other = make_thread(owner, "other")
+    append(other, {"role": "user", "content": "the support group of another thread"})
+    embedded(thread, other)
+    model = static.STATIC_MODEL
+
+    def both(query: str, channel: str) -> tuple[list, list]:
+        scope = resolve_scope(user=owner, channel=channel)
+        held = vectors.scope_pieces(scope=scope, model=model)
+        kept = keyword.rank_pieces(scope=scope, query=query, model=model, limit=50, held=held)
+        return kept, keyword.rank_pieces(scope=scope, query=query, model=model, limit=50)
 
     for query in (QUESTION, "support group", "O'Reilly's book", "nothing matches zzz"):
-        from_database = keyword.rank_pieces(scope=scope, query=query, model=static.STATIC_MODEL, limit=50)
-        kept = keyword.rank_pieces(scope=scope, query=query, model=static.STATIC_MODEL, limit=50, ids=held.ids.tolist())
+        kept, from_database = both(query, thread.channel)
         assert kept == from_database
-    assert len(keyword._kept) == min(kept_max, len(held.ids))
-    assert sum(len(holders) for holders in keyword._postings.values()) == sum(
-        len(counts) for _, counts in keyword._kept.values()
-    )
+    assert both("support group", other.channel)[0] == both("support group", other.channel)[1]
+    # A piece hidden since its scope's index was built is never ranked; one appended since is.
+    services.message_set_isolated(message=messages[3], isolated=True, actor=admin)
+    (added,) = append(thread, {"role": "user", "content": "a new support group message"})
+    embedded(thread)
+    kept, from_database = both("support group", thread.channel)
+    assert kept == from_database
+    ranked = {message for _, message, _ in kept}
+    assert added.id in ranked and messages[3].id not in ranked
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="a PostgreSQL tsvector")
@@ -337,4 +345,4 @@ def test_a_tsvectors_text_is_read_back_with_its_quotes_and_backslashes():
         )
         (text,) = cursor.fetchone()
 
-    assert keyword.tsvector_counts(text) == {**dict.fromkeys(lexemes, 0), "x": 3}
+    assert lexicon.tsvector_counts(text) == {**dict.fromkeys(lexemes, 0), "x": 3}

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from django.db import connection
 from django.db.models import BooleanField
@@ -31,6 +31,10 @@ from django.db.models.expressions import RawSQL
 
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
+from threadmem.search.ranked import lexicon
+
+if TYPE_CHECKING:
+    from threadmem.search.ranked.vectors import ScopePieces
 
 # No length normalisation: pieces are at most 1,000 characters anyway (tuned on
 # LoCoMo's tune half: docs/search.md).
@@ -57,16 +61,16 @@ def rank(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tupl
 
 
 def rank_pieces(
-    *, scope: SearchScope, query: str, model: str, limit: int, ids: list[int] | None = None
+    *, scope: SearchScope, query: str, model: str, limit: int, held: ScopePieces | None = None
 ) -> list[tuple[int, int, float]]:
     """``rank``'s pieces as (piece id, its message's id, score), best first.
 
-    ``ids``: the scope's pieces of ``model`` when the caller has read them (``vectors.scope_pieces``): on
-    PostgreSQL the statement then reads them from an array instead of applying the scope's filter again.
+    ``held``: the scope's pieces of ``model`` when the caller has read them (``vectors.scope_pieces``): on
+    PostgreSQL they are ranked from the scope's keyword index kept in this process (``lexicon.py``).
     """
-    pieces = None if ids is not None and connection.vendor == "postgresql" else _scope_pieces(scope, model)
+    pieces = None if held is not None and connection.vendor == "postgresql" else _scope_pieces(scope, model)
     if connection.vendor == "postgresql":
-        return _rank_postgres(pieces, query, limit=limit, ids=ids)
+        return _rank_postgres(pieces, query, limit=limit, held=held)
     return _rank_sqlite(pieces, query, limit=limit)
 
 
@@ -80,14 +84,14 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join(quoted)
 
 
-def _rank_postgres(pieces, query: str, *, limit: int, ids: list[int] | None) -> list[tuple[int, int, float]]:
+def _rank_postgres(pieces, query: str, *, limit: int, held: ScopePieces | None) -> list[tuple[int, int, float]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
         lexemes = list(cursor.fetchone()[0] or [])
         if not lexemes:
             return []
-        if ids is not None:
-            return _rank_held(cursor, ids, lexemes, limit=limit)
+        if held is not None:
+            return _rank_held(cursor, held, lexemes, limit=limit)
         scope_sql, scope_params = pieces.query.sql_with_params()
         cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'threadmem_chunk'::regclass")
         estimate = cursor.fetchone()[0]
@@ -114,82 +118,16 @@ def _rank_statement(cursor, scope_sql: str, scope_params, lexemes: list[str], *,
     return [(piece, messages[piece], score) for piece, score in bm25(rows, total=total)[:limit]]
 
 
-def _rank_held(cursor, ids: list[int], lexemes: list[str], *, limit: int) -> list[tuple[int, int, float]]:
-    """BM25 over the held pieces ``ids`` (a thread's scope, ``vectors.scope_pieces``), from their lexeme counts
-    kept in this process: the rows are the statement's below and a piece's come in the same order (the query's
-    lexemes in the tsvector's order, as unnest lists them), so the ranking is the same.
-
-    Reading them from the database on every search unnested every matching piece's lexemes: most of the lane's
-    time in a thread of thousands of pieces (docs/scaling.md, "Ranked lane at 1M"). A piece's lexemes never
-    change (a re-embedding stores a new piece), so a kept one is never stale.
-    """
-    in_scope = set(ids)
-    for _ in range(KEEP_ATTEMPTS):
-        with _kept_lock:
-            missing = [chunk_id for chunk_id in ids if chunk_id not in _kept]
-            if not missing:
-                rows = [
-                    (chunk_id, lexeme, count, len(_kept[chunk_id][1]), _kept[chunk_id][0])
-                    for lexeme in lexemes
-                    for chunk_id, count in _postings.get(lexeme, {}).items()
-                    if chunk_id in in_scope
-                ]
-                break
-        _keep(cursor, missing)
-    else:  # other searches evicted this scope's pieces as fast as they were read: the statement answers
-        return _rank_statement(cursor, "SELECT unnest(%s::bigint[]) AS id", [ids], lexemes, limit=limit)
+def _rank_held(cursor, held: ScopePieces, lexemes: list[str], *, limit: int) -> list[tuple[int, int, float]]:
+    """BM25 over a thread's held pieces from the scope's keyword index kept in this process (``lexicon.py``):
+    the statement's rows, a piece's in the same order (the query's lexemes in the tsvector's order, as unnest
+    lists them), so the same ranking."""
+    ids = held.ids.tolist()
+    rows = lexicon.rows(cursor, held.key, ids, lexemes)
     if not rows:
         return []
     messages = {row[0]: row[4] for row in rows}
     return [(piece, messages[piece], score) for piece, score in bm25(rows, total=len(ids))[:limit]]
-
-
-# Pieces whose lexeme counts this process keeps (~1 KB each), the first read dropped first, and the tries to have
-# all of a scope's kept at once.
-KEPT_MAX_PIECES = 40_000
-KEEP_ATTEMPTS = 3
-_kept_lock = threading.Lock()
-_kept: OrderedDict[int, tuple[int, dict[str, int]]] = OrderedDict()  # piece: (message, {lexeme: count})
-_postings: dict[str, dict[int, int]] = {}  # lexeme: {piece: count}, over the kept pieces
-
-
-def _keep(cursor, ids: list[int]) -> None:
-    """Read the lexeme counts of ``ids`` (one statement) and keep them; a piece gone since is kept empty."""
-    cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [ids])
-    read = {chunk_id: (message_id, tsvector_counts(text or "")) for chunk_id, message_id, text in cursor.fetchall()}
-    with _kept_lock:
-        for chunk_id in ids:
-            if chunk_id in _kept:
-                continue
-            _, counts = _kept[chunk_id] = read.get(chunk_id, (0, {}))
-            for lexeme, count in counts.items():
-                _postings.setdefault(lexeme, {})[chunk_id] = count
-        while len(_kept) > KEPT_MAX_PIECES:
-            chunk_id, (_, counts) = _kept.popitem(last=False)
-            for lexeme in counts:
-                holders = _postings[lexeme]
-                del holders[chunk_id]
-                if not holders:
-                    del _postings[lexeme]
-
-
-def clear_kept() -> None:
-    with _kept_lock:
-        _kept.clear()
-        _postings.clear()
-
-
-_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?")
-_ESCAPE = re.compile(r"''|\\(.)")
-
-
-def tsvector_counts(text: str) -> dict[str, int]:
-    """A tsvector's text (``'word':1,4 'other':2``) as {lexeme: its number of positions}."""
-    counts = {}
-    for quoted, positions in _LEXEME.findall(text):
-        lexeme = _ESCAPE.sub(lambda m: "'" if m.group(0) == "''" else m.group(1), quoted)
-        counts[lexeme] = positions.count(",") + 1 if positions else 0
-    return counts
 
 
 def uncommon(cursor, lexemes: list[str]) -> list[str]:

@@ -117,8 +117,7 @@ def _by_message(pieces: list[tuple[int, int, float]]) -> list[Hit]:
 def keyword_hits(
     *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
 ) -> list[Hit]:
-    ids = held.ids.tolist() if held is not None else None
-    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, ids=ids)
+    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, held=held)
     return _by_message(ranked)[:k]
 
 

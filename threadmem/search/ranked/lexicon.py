@@ -1,0 +1,111 @@
+"""A thread's keyword index kept in this process: per scope, each lexeme's pieces and counts.
+
+The database ranks a thread by keyword with a statement that unnests every
+matching piece's lexemes on every search: most of the lane's time in a
+thread of thousands of pieces (docs/scaling.md, "Ranked lane at 1M"). Here a
+scope's pieces' lexemes (their ``search_vector``, which never changes for a
+piece: a re-embedding stores a new piece) are read once into postings,
+extended by the pieces appended since, and a search reads only the postings
+of its own lexemes. Pieces the scope no longer shows (a flag, an isolation)
+stay in the postings and are filtered out by the ids the search read
+(``vectors.scope_pieces``: the filter of every path). PostgreSQL only.
+
+At most about ``KEPT_MAX_BYTES`` are kept over every scope, the least
+recently used scope dropped first (one is always kept).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# Bytes kept over every scope, as ``Lexicon.bytes`` estimates them: a posting is 12 bytes in the arrays, a
+# lexeme's own arrays, key and entry ~400, a piece's entry ~150 (tracemalloc: the 1M bench's stress thread,
+# 9,376 pieces, 39,112 lexemes, 486,050 postings, 23 MB).
+KEPT_MAX_BYTES = 64 * 1024 * 1024
+POSTING_BYTES, LEXEME_BYTES, PIECE_BYTES = 12, 400, 150
+
+
+@dataclass
+class Lexicon:
+    """One scope's postings: lexeme -> (pieces, counts), and each indexed piece's (message, number of lexemes)."""
+
+    pieces: dict[int, tuple[int, int]] = field(default_factory=dict)
+    postings: dict[str, tuple[array, array]] = field(default_factory=dict)
+    held: int = 0  # postings
+
+    def bytes(self) -> int:
+        return POSTING_BYTES * self.held + LEXEME_BYTES * len(self.postings) + PIECE_BYTES * len(self.pieces)
+
+    def add(self, chunk_id: int, message_id: int, counts: dict[str, int]) -> None:
+        self.pieces[chunk_id] = (message_id, len(counts))
+        for lexeme, count in counts.items():
+            held = self.postings.get(lexeme)
+            if held is None:
+                held = self.postings[lexeme] = (array("q"), array("l"))
+            held[0].append(chunk_id)
+            held[1].append(count)
+        self.held += len(counts)
+
+    def rows(self, lexemes: list[str], in_scope: set[int]) -> Iterator[tuple[int, str, int, int, int]]:
+        """(piece, lexeme, count, piece's lexemes, message) of the scope's pieces holding each lexeme, lexeme by
+        lexeme: a piece's rows come in the order of ``lexemes``."""
+        for lexeme in lexemes:
+            held = self.postings.get(lexeme)
+            if held is None:
+                continue
+            for chunk_id, count in zip(held[0], held[1], strict=True):
+                if chunk_id in in_scope:
+                    message_id, length = self.pieces[chunk_id]
+                    yield chunk_id, lexeme, count, length, message_id
+
+
+_lock = threading.Lock()
+_kept: OrderedDict[tuple, Lexicon] = OrderedDict()
+
+
+def clear() -> None:
+    with _lock:
+        _kept.clear()
+
+
+def rows(cursor, key: tuple, ids: list[int], lexemes: list[str]) -> list[tuple[int, str, int, int, int]]:
+    """``Lexicon.rows`` of the scope ``key`` (``vectors.ScopePieces.key``), whose pieces now are ``ids``; the
+    pieces not indexed yet are read first (one statement)."""
+    with _lock:
+        lexicon = _kept.get(key)
+        if lexicon is not None:
+            _kept.move_to_end(key)
+    if lexicon is None:
+        lexicon = Lexicon()
+    missing = [chunk_id for chunk_id in ids if chunk_id not in lexicon.pieces]
+    if missing:
+        cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [missing])
+        read = cursor.fetchall()
+        with _lock:  # another search of the same scope may be reading it too
+            for chunk_id, message_id, text in read:
+                if chunk_id not in lexicon.pieces:
+                    lexicon.add(chunk_id, message_id, tsvector_counts(text or ""))
+            _kept[key] = lexicon
+            _kept.move_to_end(key)
+            while len(_kept) > 1 and sum(kept.bytes() for kept in _kept.values()) > KEPT_MAX_BYTES:
+                _kept.popitem(last=False)
+    with _lock:
+        return list(lexicon.rows(lexemes, set(ids)))
+
+
+_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?")
+_ESCAPE = re.compile(r"''|\\(.)")
+
+
+def tsvector_counts(text: str) -> dict[str, int]:
+    """A tsvector's text (``'word':1,4 'other':2``) as {lexeme: its number of positions}."""
+    counts = {}
+    for quoted, positions in _LEXEME.findall(text):
+        lexeme = _ESCAPE.sub(lambda m: "'" if m.group(0) == "''" else m.group(1), quoted)
+        counts[lexeme] = positions.count(",") + 1 if positions else 0
+    return counts
