@@ -255,8 +255,8 @@ THREADMEM_STATIC_EMBEDDINGS = env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
 # How long search waits for the semantic part (query embedding, ranking and the
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)
-# A global search's ranked lane (contract §12) answers within this many milliseconds or says in one line that
-# it ran out of time; on PostgreSQL its statements are cancelled then (threadmem/search/semantic.py).
+# A global search's ranked lane (contract §12) with the static model answers within this many milliseconds or
+# says in one line that it ran out of time, its statement cancelled then (threadmem/search/semantic.py).
 THREADMEM_RANKED_GLOBAL_BUDGET_MS = env_int("THREADMEM_RANKED_GLOBAL_BUDGET_MS", 120, minimum=1)
 # "llm": the chat model condenses the semantic matches into a short answer
 # citing messageIds, listed above them. Empty: the matches only.

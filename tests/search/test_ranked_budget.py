@@ -130,3 +130,16 @@ def test_the_first_global_search_of_a_process_loads_the_static_model_before_the_
     # Loaded by the search's own thread before the lane started (~0.5 s: more than a budget), not by the lane.
     assert loaded_on == [threading.current_thread().name]
     assert messages[0].id in listed_ids(semantic_part(result.text))
+
+
+def test_a_configured_models_global_lane_keeps_the_semantic_deadline(owner, fake_openai, settings):
+    settings.THREADMEM_EMBEDDING_MODEL = fake_openai.embedding_model
+    settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 1  # what no lane calling a model server over HTTP could meet
+    thread = make_thread(owner, "talk")
+    (group,) = append(thread, {"role": "user", "content": GROUP})
+    tasks.wait_for_background()
+    embedding_service.embed_thread(thread_id=thread.pk)
+
+    result = search_memory(user=owner, query="When did Caroline go to the support group?", channel=None)
+
+    assert group.id in listed_ids(semantic_part(result.text))

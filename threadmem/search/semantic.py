@@ -256,6 +256,22 @@ def close_connections() -> None:
         future.result()
 
 
+def _deadline(scope: SearchScope, provider: SemanticProvider) -> tuple[float, str, bool]:
+    """How long search waits for ``provider``: (seconds, the setting that says so, whether its statements are
+    cancelled then).
+
+    A global search answers within a bound, as its literal part does (literal/budget.py): the ranked lane with
+    the static model gets THREADMEM_RANKED_GLOBAL_BUDGET_MS. A configured model's server answers over the network,
+    so that lane, like any other provider, has THREADMEM_SEMANTIC_DEADLINE.
+    """
+    budget = settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS / 1000
+    static_lane = provider in RANKED_PROVIDERS and choice.active_model() == static.STATIC_MODEL
+    if scope.is_global and static_lane and budget < settings.THREADMEM_SEMANTIC_DEADLINE:
+        static.model()  # loaded once a process (~0.5 s), before the budget's clock starts
+        return budget, "THREADMEM_RANKED_GLOBAL_BUDGET_MS", True
+    return settings.THREADMEM_SEMANTIC_DEADLINE, "THREADMEM_SEMANTIC_DEADLINE", False
+
+
 def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], str]:
     """Start the semantic part; the returned callable waits for its text.
 
@@ -266,18 +282,9 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], s
     if provider is not_configured:
         text = not_configured(scope=scope, query=query, terms=terms)
         return lambda: text
-    deadline_seconds, setting = settings.THREADMEM_SEMANTIC_DEADLINE, "THREADMEM_SEMANTIC_DEADLINE"
-    cancel_at = None
-    budget = settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS / 1000
-    if scope.is_global and provider in RANKED_PROVIDERS and budget < deadline_seconds:
-        # A global search answers within a bound, as its literal part does (literal/budget.py): the ranked lane
-        # gets THREADMEM_RANKED_GLOBAL_BUDGET_MS and its statements are cancelled when it runs out.
-        deadline_seconds, setting = budget, "THREADMEM_RANKED_GLOBAL_BUDGET_MS"
-        if choice.active_model() == static.STATIC_MODEL:
-            static.model()  # loaded once a process (~0.5 s), before the budget's clock starts
+    deadline_seconds, setting, cancels = _deadline(scope, provider)
     deadline = time.monotonic() + deadline_seconds
-    if setting != "THREADMEM_SEMANTIC_DEADLINE":
-        cancel_at = deadline + CANCEL_AFTER_SECONDS
+    cancel_at = deadline + CANCEL_AFTER_SECONDS if cancels else None
     future: Future[str] = _executor.submit(_run, provider, scope, query, terms, cancel_at)
     waited = f"{deadline_seconds:g} s" if cancel_at is None else f"{deadline_seconds * 1000:g} ms"
     out_of_time = f"Semantic search did not answer within {waited} ({setting}); the literal hits above are complete."
