@@ -82,18 +82,12 @@ def test_a_global_lane_past_its_budget_costs_one_line_and_its_statement_is_cance
     assert _waiting_on_pieces(pieces_locked) == 0
 
 
-def test_a_worker_whose_statement_was_cancelled_serves_the_next_search(owner, talk, settings):
+def test_a_worker_whose_statement_was_cancelled_serves_the_next_search(owner, talk, pieces_locked, settings):
     _, messages = talk
     settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 200
-    if connection.vendor == "postgresql":
-        params = connection.get_connection_params()
-        params.pop("cursor_factory", None)
-        params.pop("context", None)
-        with psycopg.connect(**params) as holder:
-            holder.execute("LOCK TABLE threadmem_chunk IN ACCESS EXCLUSIVE MODE")
-            for _ in range(semantic.SEMANTIC_WORKERS):  # every worker gets a cancelled statement
-                search_memory(user=owner, query="support group", channel=None)
-            holder.rollback()
+    for _ in range(semantic.SEMANTIC_WORKERS):  # every worker gets a cancelled statement
+        search_memory(user=owner, query="support group", channel=None)
+    pieces_locked.rollback()
 
     result = search_memory(user=owner, query="When did Caroline go to the support group?", channel=None)
 

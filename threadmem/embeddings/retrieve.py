@@ -80,13 +80,6 @@ def detail_rows(where: str, params: list, *, order: str = "") -> list[tuple]:
         return cursor.fetchall()
 
 
-def in_list(column: str, values: list) -> tuple[str, list]:
-    """``column IN (...)`` of ``values`` on either database (an array on PostgreSQL: one parameter)."""
-    if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s)", [list(values)]
-    return f"{column} IN ({', '.join(['%s'] * len(values))})", list(values)
-
-
 @dataclass(frozen=True)
 class Match:
     message_id: int

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Protocol
 
 from django.conf import settings
@@ -186,9 +186,7 @@ def _run(
     """``cancel_at`` (monotonic): the provider's statement running then is cancelled and no later one starts,
     so that a lane past its deadline frees its worker and the database instead of finishing for nobody."""
     try:
-        if cancel_at is None:
-            return provider(scope=scope, query=query, terms=list(terms))
-        with _cancelled_at(cancel_at):
+        with _cancelled_at(cancel_at) if cancel_at is not None else nullcontext():
             return provider(scope=scope, query=query, terms=list(terms))
     finally:
         # Kept for the next search on this thread, as a request's is (CONN_MAX_AGE): opening one

@@ -68,10 +68,9 @@ def rank_pieces(
     ``held``: the scope's pieces of ``model`` when the caller has read them (``vectors.scope_pieces``): on
     PostgreSQL they are ranked from the scope's keyword index kept in this process (``lexicon.py``).
     """
-    pieces = None if held is not None and connection.vendor == "postgresql" else _scope_pieces(scope, model)
-    if connection.vendor == "postgresql":
-        return _rank_postgres(pieces, query, limit=limit, held=held)
-    return _rank_sqlite(pieces, query, limit=limit)
+    if connection.vendor != "postgresql":
+        return _rank_sqlite(_scope_pieces(scope, model), query, limit=limit)
+    return _rank_postgres(scope, model, query, limit=limit, held=held)
 
 
 def _scope_pieces(scope: SearchScope, model: str):
@@ -84,7 +83,9 @@ def _tsquery(lexemes: list[str]) -> str:
     return " | ".join(quoted)
 
 
-def _rank_postgres(pieces, query: str, *, limit: int, held: ScopePieces | None) -> list[tuple[int, int, float]]:
+def _rank_postgres(
+    scope: SearchScope, model: str, query: str, *, limit: int, held: ScopePieces | None
+) -> list[tuple[int, int, float]]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT tsvector_to_array(to_tsvector('english'::regconfig, %s))", [query])
         lexemes = list(cursor.fetchone()[0] or [])
@@ -92,25 +93,22 @@ def _rank_postgres(pieces, query: str, *, limit: int, held: ScopePieces | None) 
             return []
         if held is not None:
             return _rank_held(cursor, held, lexemes, limit=limit)
-        scope_sql, scope_params = pieces.query.sql_with_params()
+        pieces = _scope_pieces(scope, model)
         cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = 'threadmem_chunk'::regclass")
         estimate = cursor.fetchone()[0]
         if estimate > LARGE_TABLE_PIECES:
             return _rank_large_postgres(cursor, pieces, uncommon(cursor, lexemes), limit=limit, total=estimate)
-        return _rank_statement(cursor, scope_sql, scope_params, lexemes, limit=limit)
-
-
-def _rank_statement(cursor, scope_sql: str, scope_params, lexemes: list[str], *, limit: int):
-    # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
-    cursor.execute(
-        f"WITH scope AS MATERIALIZED ({scope_sql}) "
-        "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope), "
-        "c.message_id "
-        "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
-        "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
-        [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
-    )
-    rows = cursor.fetchall()
+        scope_sql, scope_params = pieces.query.sql_with_params()
+        # One statement: the scope's pieces holding a query lexeme, each lexeme's count, and the scope's size.
+        cursor.execute(
+            f"WITH scope AS MATERIALIZED ({scope_sql}) "
+            "SELECT c.id, u.lexeme, cardinality(u.positions), length(c.search_vector), (SELECT count(*) FROM scope), "
+            "c.message_id "
+            "FROM threadmem_chunk c CROSS JOIN LATERAL unnest(c.search_vector) u "
+            "WHERE c.id IN (SELECT id FROM scope) AND c.search_vector @@ %s::tsquery AND u.lexeme = ANY(%s) LIMIT %s",
+            [*scope_params, _tsquery(lexemes), lexemes, MAX_ROWS],
+        )
+        rows = cursor.fetchall()
     if not rows:
         return []
     total = rows[0][4]

@@ -23,9 +23,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-# Bytes kept over every scope, as ``Lexicon.bytes`` estimates them: a posting is 12 bytes in the arrays, a
-# lexeme's own arrays, key and entry ~400, a piece's entry ~150 (tracemalloc: the 1M bench's stress thread,
-# 9,376 pieces, 39,112 lexemes, 486,050 postings, 23 MB).
+# Bytes kept over every scope, as ``Lexicon.bytes`` estimates them from tracemalloc's count for a large thread
+# (docs/search.md, "The ranked lane's latency").
 KEPT_MAX_BYTES = 64 * 1024 * 1024
 POSTING_BYTES, LEXEME_BYTES, PIECE_BYTES = 12, 400, 150
 

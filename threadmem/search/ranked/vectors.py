@@ -27,6 +27,7 @@ from django.db import connection
 from threadmem.fields import FLOAT32
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
+from threadmem.search.literal import dialects
 
 CACHE_MAX_PIECES = 20_000
 # Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).
@@ -60,20 +61,16 @@ class ScopePieces:
 
 def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     """The scope's pieces of ``model``; None when there are more than ``CACHE_MAX_PIECES``."""
-    if connection.vendor == "postgresql":
-        # The scope's messages first, then their pieces by the message index: joined, the planner of a small
-        # store reads every piece (vectors inline, ~1.5 KB a row) to hash them (docs/search.md).
-        messages, messages_params = scope.messages().order_by().values("id").query.sql_with_params()
-        sql = "SELECT id FROM threadmem_chunk WHERE model = %s AND message_id = ANY(ARRAY(" + messages + ")) LIMIT %s"
-        params: tuple = (model, *messages_params, CACHE_MAX_PIECES + 1)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, params)
-            ids = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
-    else:
-        pieces = Chunk.objects.filter(model=model).filter(scope.q(prefix="message__"))
-        # Unordered, so that a large scope stops at the limit instead of sorting every piece first.
-        ids = np.fromiter(pieces.order_by().values_list("id", flat=True)[: CACHE_MAX_PIECES + 1], dtype=np.int64)
-        sql, params = pieces.query.sql_with_params()
+    # The scope's messages first, then their pieces by the message index: joined, the planner of a small store
+    # reads every piece (vectors inline, ~1.5 KB a row) to hash them (docs/search.md). Unordered, so that a large
+    # scope stops at the limit instead of sorting every piece first.
+    messages, messages_params = scope.messages().order_by().values("id").query.sql_with_params()
+    in_scope = dialects.dialect().in_subquery("message_id", messages)
+    sql = f"SELECT id FROM threadmem_chunk WHERE model = %s AND {in_scope} LIMIT %s"
+    params = (model, *messages_params, CACHE_MAX_PIECES + 1)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        ids = np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
     if len(ids) > CACHE_MAX_PIECES:
         return None
     ids.sort()
