@@ -297,7 +297,7 @@ THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS
 THREADMEM_SEARCH_TOKENS = env_bool("THREADMEM_SEARCH_TOKENS", True)
 # Thread search on PostgreSQL: "scan" or "index" forces the match path for
 # measuring one against the other; "auto" chooses by THREADMEM_SEARCH_THREAD_SCAN_BYTES.
-# threadmem/search/tuning.py reads these knobs as one SearchTuning.
+# threadmem/search/literal/plan.py reads these knobs as one SearchTuning.
 THREADMEM_SEARCH_PATH = env_choice("THREADMEM_SEARCH_PATH", "auto", ("auto", "scan", "index"))
 
 # --- Limits -----------------------------------------------------------------

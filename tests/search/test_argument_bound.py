@@ -1,5 +1,5 @@
-"""A global term's argument branch stops where its content branch stopped (branches._not_older_than_content_sql,
-and branches._term_window_sql in an owner's window).
+"""A global term's argument branch stops where its content branch stopped (match.not_older_than_content_sql,
+and branches.term_window_sql in an owner's window).
 
 A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first and
 a message's content before its arguments; once the content branch holds that
@@ -15,7 +15,7 @@ from tests.support.factories import append, make_thread
 from threadmem.models import Message, ToolArgument
 from threadmem.scope import resolve_scope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import dialects, fetch_matches
+from threadmem.search.literal import fetch_matches, plan
 from threadmem.search.literal.match import index_match_sql, scan_match_sql
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +41,7 @@ def store(owner):
 
 
 def match(user, statement) -> list:
-    dialect = dialects.dialect()
+    dialect = plan.dialect()
     dialect.prepare()
     return fetch_matches(*statement(resolve_scope(user=user, channel=None), [WORD], dialect))
 
@@ -90,7 +90,7 @@ def tight(owner):
 def test_an_owners_window_reads_arguments_up_to_its_contents_last_hit(owner):
     if connection.vendor != "postgresql":
         pytest.skip("the window is the PostgreSQL plan's")
-    dialect = dialects.dialect()
+    dialect = plan.dialect()
     dialect.prepare()
     scope = resolve_scope(user=owner, channel=None)
     rows = fetch_matches(*index_match_sql(scope, [WORD], dialect, window=True))

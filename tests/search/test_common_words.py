@@ -18,7 +18,7 @@ from threadmem.lib.tokens import word_lexeme
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.database import common_words, forget_common_words
-from threadmem.search.literal import dialects, plan
+from threadmem.search.literal import plan
 from threadmem.search.literal.plan import newest_first_terms
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
@@ -68,7 +68,7 @@ def test_the_statistics_name_the_words_in_more_fields_than_the_index_would_cost(
     assert {"refused", "connection"} <= content.keys()
     assert "zanzibar" not in content and "host" in content  # host-N: every field
     terms = ["connection refused zanzibar", "connection", "refused", "zanzibar"]
-    assert newest_first_terms(terms, dialects.dialect()) == {1, 2}
+    assert newest_first_terms(terms, plan.dialect()) == {1, 2}
 
 
 def match_statement(user, query) -> tuple[str, object]:

@@ -14,7 +14,7 @@ from threadmem.models import Message
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.literal import branches as owner_window
-from threadmem.search.literal import dialects
+from threadmem.search.literal import plan
 from threadmem.search.literal.plan import MatchPlan, choose_plan
 
 pytestmark = [
@@ -72,7 +72,7 @@ def test_an_owners_search_lists_what_a_scan_lists(
     monkeypatch.setattr(owner_window, "OWNER_WINDOW_MESSAGES", window_messages)
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # never small enough to scan whole
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index statement must answer
-    assert choose_plan(resolve_scope(user=owner, channel=None), dialects.dialect()) == MatchPlan.WINDOW_THEN_RECENT
+    assert choose_plan(resolve_scope(user=owner, channel=None), plan.dialect()) == MatchPlan.WINDOW_THEN_RECENT
     with CaptureQueriesContext(connection) as queries:
         windowed = {query: listing(owner, query) for query in QUERIES}
     # With the token index, a term it narrows goes to its exact posting list and skips the window: the host alone.

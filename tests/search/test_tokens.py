@@ -31,7 +31,7 @@ from threadmem.search.database import (
     token_indexes_create,
     token_indexes_drop,
 )
-from threadmem.search.literal import dialects
+from threadmem.search.literal import plan
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
@@ -180,7 +180,7 @@ INDEXES = ["tokens", "trigrams"] if connection.vendor == "postgresql" else ["tri
 @pytest.mark.parametrize("persona", ["operator", "owner", "other", "admin"])
 def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona, index):
     request.getfixturevalue("token_indexes" if index == "tokens" else "without_token_indexes")
-    assert dialects.dialect().has_tokens is (index == "tokens")
+    assert plan.dialect().has_tokens is (index == "tokens")
     user = request.getfixturevalue(persona)
     settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes too
     settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index path must answer
@@ -226,22 +226,22 @@ ON = "token index: on (message_content_tokens, toolarg_value_tokens)"
 
 @pytest.mark.django_db
 def test_the_token_index_is_on_by_default_and_the_command_drops_reports_and_creates_it():
-    available = connection.vendor == "postgresql" and dialects.has_search_extension()
+    available = connection.vendor == "postgresql" and plan.has_search_extension()
     if not available:
         assert status().startswith("token index: off, unavailable (needs ")
         with pytest.raises(CommandError, match="needs PostgreSQL with threadmem_search"):
             call_command("token_index", "create", stdout=StringIO())
-        assert not dialects.dialect().has_tokens
+        assert not plan.dialect().has_tokens
         return
     assert status() == ON
-    assert dialects.dialect().has_tokens
+    assert plan.dialect().has_tokens
     call_command("token_index", "drop", stdout=StringIO())
     assert status() == "token index: off, available (token_index create builds it)"
-    assert not dialects.dialect().has_tokens
+    assert not plan.dialect().has_tokens
     out = StringIO()
     call_command("token_index", "create", stdout=out)
     assert out.getvalue().strip() == ON
-    assert dialects.dialect().has_tokens
+    assert plan.dialect().has_tokens
 
 
 @on_postgresql
@@ -286,7 +286,7 @@ def test_a_token_index_is_left_unused_while_the_extension_predates_links():
     with connection.cursor() as cursor:
         cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.3'")
     forget_probe()
-    assert not dialects.dialect().has_tokens
+    assert not plan.dialect().has_tokens
     unused = "token index: unused (message_content_tokens, toolarg_value_tokens)"
     assert status() == f"{unused}: make pg-extension, then token_index create"
     with CaptureQueriesContext(connection) as queries:
@@ -296,7 +296,7 @@ def test_a_token_index_is_left_unused_while_the_extension_predates_links():
     assert rebuilt == ["REINDEX INDEX message_content_tokens", "REINDEX INDEX toolarg_value_tokens"]
     moved = f"ALTER EXTENSION threadmem_search UPDATE TO '{TOKENS_VERSION}'"
     assert statements.index(rebuilt[-1]) < statements.index(moved)
-    assert dialects.dialect().has_tokens
+    assert plan.dialect().has_tokens
     assert status() == ON
 
 
@@ -330,7 +330,7 @@ def test_migration_0022_moves_a_store_with_the_old_index_and_builds_one_where_th
         with connection.cursor() as cursor:
             cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.3'")
         forget_probe()
-        assert not dialects.dialect().has_tokens
+        assert not plan.dialect().has_tokens
         assert migrate_0022() == [
             "REINDEX INDEX CONCURRENTLY message_content_tokens",
             "REINDEX INDEX CONCURRENTLY toolarg_value_tokens",
@@ -382,7 +382,7 @@ def test_appends_racing_a_concurrent_build_lose_nothing_and_status_shows_the_bui
             time.sleep(0.01)
         assert seen.startswith("token index: building (threadmem_message: waiting for writers before build"), seen
         assert "search answers without it meanwhile" in seen
-        assert not dialects.dialect().has_tokens
+        assert not plan.dialect().has_tokens
         assert search_memory(user=operator, query=terms[7]).literal_hits_total == 1  # answered meanwhile
         while len(terms) < 130 or (builder.is_alive() and len(terms) < 2000):
             term = f"race-{len(terms):04d}.internal"
@@ -395,5 +395,5 @@ def test_appends_racing_a_concurrent_build_lose_nothing_and_status_shows_the_bui
         builder.join(60)
     assert not failures
     assert status() == ON
-    assert dialects.dialect().has_tokens
+    assert plan.dialect().has_tokens
     assert all(found_by_the_token_index(operator, term) == 1 for term in terms)

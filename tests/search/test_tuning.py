@@ -1,4 +1,4 @@
-"""THREADMEM_SEARCH_PATH: one switch over the thread-scope plan, read in one place (search/tuning.py)."""
+"""THREADMEM_SEARCH_PATH: one switch over the thread-scope plan, read in one place (search/literal/plan.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from threadmem.search.literal.plan import OWNER_WINDOW_THREADS_MAX, MatchPlan, choose_plan
-from threadmem.search.tuning import SearchPath, SearchTuning
+from threadmem.search.literal.plan import OWNER_WINDOW_THREADS_MAX, MatchPlan, SearchPath, SearchTuning, choose_plan
 
 SMALL, LARGE = 1_000, 10**9
 POSTGRES = SimpleNamespace(vendor="postgresql", has_extension=True)

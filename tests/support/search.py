@@ -7,7 +7,7 @@ import pytest
 
 def skip_without_search_extension() -> None:
     """Skip a test of threadmem_search's paths where the test database lacks the extension."""
-    from threadmem.search.literal.dialects import has_search_extension
+    from threadmem.search.literal.plan import has_search_extension
 
     if not has_search_extension():
         pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")

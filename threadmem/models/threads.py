@@ -159,7 +159,7 @@ class Message(models.Model):
             models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq"),
             # A thread's messages newest first: an owner's newest window (search/literal/branches.py).
             models.Index(fields=["thread", "id"], name="message_thread_id"),
-            # A tool-argument hit names its results (search/literal/links.py).
+            # A tool-argument hit names its results (search/literal/filters.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),
         ]
 
@@ -213,7 +213,7 @@ class ToolArgument(models.Model):
         ordering = ["message_id", "call_index", "id"]
         indexes = [
             models.Index(fields=["thread", "message"], name="toolarg_thread_message"),
-            # A hit in a tool result names its call (search/literal/links.py).
+            # A hit in a tool result names its call (search/literal/filters.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="toolarg_tool_call"),
         ]
 

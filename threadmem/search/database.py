@@ -7,7 +7,7 @@ operator class, the literal tests and ``threadmem_tokens``, whose lexemes
 place that knows which version search's queries are written for, probes what
 a database offers (``capabilities``), reads the token index's statistics
 (``common_words``), and creates, drops, reports and migrates the token
-index. The link function (literal/links.py) is created by apps.py after
+index. The link function (literal/filters.py) is created by apps.py after
 every migration.
 
 The token index is on by default (migration 0022 builds it concurrently):
@@ -67,7 +67,7 @@ class DatabaseCapabilities:
 
     vendor: str
     trigram_ops: bool = False  # threadmem_search's operator class serves both trigram indexes
-    link_function: bool = False  # threadmem_hit_link (links.py)
+    link_function: bool = False  # threadmem_hit_link (literal/filters.py)
     extension_version: str | None = None  # threadmem_search's installed version; None: not installed
     tokens_function: bool = False  # threadmem_tokens of TOKENS_VERSION or later
     token_index_names: frozenset[str] = frozenset()  # the valid token indexes, all or some

@@ -1,15 +1,21 @@
 """What a search finds, before it is laid out: candidates, hits, the literal part, and how it was found.
 
+A hit's other half (contract §9) comes back from the statements as three
+columns (``literal/filters.py``, ``link_sql``); ``hit_link`` reads them into
+the ``HitLink`` its header and JSON show.
+
 The layout of the answer (caps, markers, which hits are listed) is
 ``bounded.py``'s; the statements that find candidates are ``literal/``'s.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from threadmem.models import Message
 from threadmem.search.cursor import CursorPosition, listing_key
 
 
@@ -71,7 +77,7 @@ class Hit:
     role: str
     field: str
     window: str  # as the model reads it, markers included
-    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (links.py)
+    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (literal/filters.py)
     result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
     call_message_id: int | None = None  # a hit in a tool result: the message holding its call
     result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length in characters
@@ -108,3 +114,63 @@ class HitLink(NamedTuple):
     result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length, as result_message_ids
     call_index: int | None = None  # a tool-argument hit: its call's place in the message's tool_calls
     arguments: tuple[tuple[str, str], ...] = ()  # a tool-argument hit: its call's arguments, each cut short
+
+
+class Link(NamedTuple):
+    """A hit's other half as the statement returns it, before ``hit_link``."""
+
+    tool: str | None
+    ids: str | None  # comma-separated message ids; a call's results as ``<id>:<chars>``
+    arguments: str | None = None  # a call's index and arguments in brief, JSON (``call_arguments_sql``)
+
+
+def link_of(tool: str | list[str | None] | None, ids: str | None, arguments: str | None = None) -> Link:
+    """The link columns of a statement's row as a ``Link``.
+
+    ``threadmem_hit_link`` answers all three in its first column, as an
+    array (one call a row); the inline SQL answers one in each.
+    """
+    if isinstance(tool, list):
+        return Link(*(tool + [None] * 3)[:3])
+    return Link(tool, ids, arguments)
+
+
+def _ids(text: str | None) -> dict[int, int | None]:
+    """``<id>[:<chars>],…`` as {id: chars}, sorted by id."""
+    found: dict[int, int | None] = {}
+    for part in (text or "").split(","):
+        if part:
+            message_id, _, chars = part.partition(":")
+            found[int(message_id)] = int(chars) if chars else None
+    return dict(sorted(found.items()))
+
+
+def _arguments(text: str | None) -> tuple[int | None, tuple[tuple[str, str], ...]]:
+    """``[call_index, [key, value], …]`` (``call_arguments_sql``) as (call_index, ((key, value), …))."""
+    if not text:
+        return None, ()
+    try:
+        index, *pairs = json.loads(text)
+    except (ValueError, TypeError):  # pragma: no cover - built by our own SQL
+        return None, ()
+    brief = tuple((str(pair[0]), "" if pair[1] is None else str(pair[1])) for pair in pairs if len(pair) == 2)
+    return index, brief
+
+
+def hit_link(link: Link | None, *, arg_id: int, role: str) -> HitLink | None:
+    """What a hit's header and JSON say of its other half; None for a hit that is no tool's."""
+    if arg_id:
+        results = _ids(link.ids if link else None)
+        call_index, arguments = _arguments(link.arguments if link else None)
+        return HitLink(
+            tool=(link.tool if link else None) or "",
+            result_message_ids=tuple(results),
+            result_chars=tuple(chars or 0 for chars in results.values()),
+            call_index=call_index,
+            arguments=arguments,
+        )
+    if role != Message.Role.TOOL:
+        return None
+    if link is None or link.tool is None or not link.ids:
+        return HitLink(tool=None)
+    return HitLink(tool=link.tool, call_message_id=next(iter(_ids(link.ids))))

@@ -35,20 +35,18 @@ from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
 from threadmem.search.cursor import CursorPosition
-from threadmem.search.hits import Candidate, Coverage, LiteralPart, MatchedBy
+from threadmem.search.hits import Candidate, Coverage, LiteralPart, MatchedBy, hit_link, link_of
 from threadmem.search.literal.budget import thread_index_budget_ms, within_budget
 from threadmem.search.literal.dialects import (
     Dialect,
     PostgresDialect,
     SqliteDialect,
-    has_search_extension,
     like_contains,
     trigram_pattern,
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
-from threadmem.search.literal.links import hit_link, link_of
 from threadmem.search.literal.match import MatchRow, index_match_sql, match_rows, scan_match_sql
-from threadmem.search.literal.plan import MatchPlan, SearchPlan, plan_search
+from threadmem.search.literal.plan import MatchPlan, SearchPlan, has_search_extension, plan_search
 from threadmem.search.literal.recent import recent_match_sql
 from threadmem.search.literal.spelling import spellings
 from threadmem.search.literal.windows import Cut, cut_windows, window_at

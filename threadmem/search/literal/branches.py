@@ -1,13 +1,11 @@
-"""The branches of the match statement: every ``plan.Branch``, written as the plan names it, deciding nothing.
+"""The global scope's own branches of the match statement, as the plan names them, deciding nothing.
 
-One ``UNION ALL`` branch per term and field kind (``union_sql``), from the
-fragments the statement computed once (``dialects.StatementSql``,
-``filters.StatementFilters``). In the global scope each branch stops at
-SEARCH_COUNT_LIMIT + 1 rows, newest first; in a thread's scope it counts
-them all.
+``match.union_sql`` writes one ``UNION ALL`` branch per term and field kind,
+the ``SCAN`` and ``TRIGRAM`` ones itself; a global search's terms may take
+these others, written here from the fragments the statement computed once
+(``dialects.StatementSql``, ``filters.StatementFilters``). Each stops at
+SEARCH_COUNT_LIMIT + 1 rows, newest first.
 
-* ``SCAN``, ``TRIGRAM``: one condition per field kind
-  (``Dialect.scan_matches``, which no index serves, or ``Dialect.matches``).
 * ``TOKEN``: the token index (``search/database.py``, ``lib/tokens.py``)
   selects every field that can hold the term, from exact posting lists. The
   branch sorts those fields' ids, newest first, reading only the rows' small
@@ -34,24 +32,17 @@ them all.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from threadmem.lib.tokens import UNINDEXED_QUERY
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.hits import candidate_columns
-from threadmem.search.literal.dialects import StatementSql, TermSql, like_contains
+from threadmem.search.literal.dialects import StatementSql, TermSql
 from threadmem.search.literal.filters import StatementFilters, searchable_sql
 from threadmem.search.literal.plan import Branch, TermPlan
 
-CONTENT_COLUMNS = (
-    "m.id AS message_id, 0 AS arg_id, '' AS path, {min_chars} AS min_chars, m.session_id, m.generation, m.role"
-)
-ARGUMENT_COLUMNS = (
-    "a.message_id AS message_id, a.id AS arg_id, a.path AS path, {min_chars} AS min_chars, "
-    "m.session_id, m.generation, m.role"
-)
 # Enough for a word in a fifth of the window to pass SEARCH_COUNT_LIMIT hits,
 # cheap enough for a rare one (docs/search.md, "An owner's window").
 OWNER_WINDOW_MESSAGES = 1_000
@@ -63,17 +54,6 @@ _WINDOW_COLUMNS = candidate_columns("c")
 _STREAM_COLUMNS = candidate_columns("x", term=False)
 _STREAMED_COLUMNS = candidate_columns("n", term=False)
 
-# Per field kind: the column matched, the columns selected, the rows read, the order a global branch stops in.
-_FIELD_KINDS = (
-    ("content", "m.content", CONTENT_COLUMNS, "FROM threadmem_message m", "m.id DESC"),
-    (
-        "argument",
-        "a.value",
-        ARGUMENT_COLUMNS,
-        "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id",
-        "a.message_id DESC, a.id",
-    ),
-)
 # Per field kind, a token branch's candidates (ids in listing order, read from the index and the rows' small
 # columns), the join back to the row, the order. The candidates are the fields whose lexemes the term asks for,
 # in the scope, then (UNION ALL) the fields too large to index, found alone and only then held to the scope: the
@@ -106,107 +86,45 @@ _TOKEN_KINDS = {
 Sql = tuple[str, list[Any]]
 
 
-def union_sql(
-    scope: SearchScope,
-    planned: Sequence[TermPlan],
-    sql: StatementSql,
-    filters: StatementFilters,
-    *,
-    spelled: Mapping[int, str] | None,
-) -> Sql:
-    """Every (term, field) branch of the plan, ``UNION ALL``, with the CTEs they read first.
-
-    Each branch is one indexable condition evaluated once per row. In the global
-    scope a term's argument branch reads no message older than its content
-    branch's last row (``_not_older_than_content_sql``). ``spelled`` maps a
-    term's index to the thread's spelling of it (``spellings``), tried in
-    content before the regex.
-    """
-    limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
-    searchable, searchable_params = filters.searchable
-    scopes = {"content": filters.content, "argument": filters.argument}
-    listed = {kind: columns.format(min_chars=sql.min_chars[column]) for kind, column, columns, *_ in _FIELD_KINDS}
-    branches = []
-    params: list[Any] = []
+def global_ctes(
+    scope: SearchScope, planned: Sequence[TermPlan], sql: StatementSql, filters: StatementFilters, content: str
+) -> list[Sql]:
+    """The CTEs a global statement's branches read first: the owner's window (``ow``) when a term reads it, the
+    newest messages two or more common words share (``nf``). ``content``: the content branches' columns."""
     ctes = [window_sql(scope)] if any(term.branch == Branch.WINDOW for term in planned) else []
     shared = [index for index, term in enumerate(planned) if term.branch == Branch.SHARED_NEWEST]
     if shared:
-        where, where_params = scopes["content"]
+        where, where_params = filters.content
+        searchable, searchable_params = filters.searchable
         scans = [sql.terms[index].scans["x.body"] for index in shared]
         where, where_params = f"{where} AND {searchable}", [*where_params, *searchable_params]
-        ctes.append(_stream_sql(shared, scans, listed["content"], where, where_params, planned[shared[0]].rows))
-    for index, term in enumerate(planned):
-        fragments = sql.terms[index]
-        if term.branch == Branch.WINDOW:
-            ctes += _term_window_sql(index, fragments, **listed)
-            branches.append(f"SELECT * FROM w{index}")
-        for kind, column, _columns, rows, order in _FIELD_KINDS:
-            where, where_params = scopes[kind]
-            if term.branch == Branch.WINDOW:
-                where = f"{where} AND {_before_window_sql(index)}"
-            if kind == "argument" and limit:
-                where = f"{where} AND {_not_older_than_content_sql(index, indexed=term.branch != Branch.TOKEN)}"
-            where, where_params = f"{where} AND {searchable}", [*where_params, *searchable_params]
-            if term.branch == Branch.TOKEN:
-                candidates, join, token_order = _TOKEN_KINDS[kind]
-                recheck, needle = fragments.scans[column]
-                branch = (
-                    f"SELECT {index} AS term, {listed[kind]} FROM ({candidates.format(where=where)}) k "
-                    f"{join} WHERE {recheck} ORDER BY {token_order} LIMIT %s"
-                )
-                branch_params = [*where_params, term.query, UNINDEXED_QUERY, *where_params, needle, limit]
-            elif kind == "content" and term.branch == Branch.SHARED_NEWEST:
-                branch, branch_params = _streamed_branch(index, fragments, listed[kind], where, where_params, limit)
-            else:
-                scanned = term.branch == Branch.SCAN or (kind == "content" and term.branch == Branch.NEWEST)
-                match, pattern = fragments.scans[column] if scanned else fragments.matches[column]
-                match_params = [pattern]
-                if kind == "content" and spelled and index in spelled:
-                    match = f"({column} LIKE %s OR {match})"
-                    match_params = [like_contains(spelled[index]), *match_params]
-                branch = f"SELECT {index} AS term, {listed[kind]} {rows} WHERE {where} AND {match}"
-                branch_params = [*where_params, *match_params]
-                if limit:
-                    branch += f" ORDER BY {order} LIMIT %s"
-                    branch_params.append(limit)
-            if kind == "content" and limit:
-                # A CTE: the term's argument branch reads where its content branch stopped.
-                ctes.append((f"c{index} AS MATERIALIZED ({branch})", branch_params))
-                branches.append(f"SELECT * FROM c{index}")
-            else:
-                branches.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
-                params += branch_params
-    matches = " UNION ALL ".join(branches)
-    if ctes:
-        matches = f"WITH {', '.join(cte for cte, _ in ctes)} {matches}"
-        params = [*(param for _, cte_params in ctes for param in cte_params), *params]
-    return matches, params
+        ctes.append(stream_sql(shared, scans, content, where, where_params, planned[shared[0]].rows))
+    return ctes
 
 
-def _not_older_than_content_sql(index: int, *, indexed: bool) -> str:
-    """What a global term's argument branch adds to its WHERE: no message older than its content branch's last row
-    when that branch reached the limit.
-
-    A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first
-    and a message's content before its arguments: once the content branch
-    holds that many, an argument of an older message is never among them.
-    A common word's argument branch then stops where its content did instead
-    of reading arguments back until its own hundred-and-first hit.
-
-    ``indexed``: the bound may narrow the trigram index's candidates through
-    the (message id) index, before their costly re-check. A token branch's
-    posting list is exact and short; ANDed with that range (tens of thousands
-    of ids on a large store) it costs more than it saves, so there the bound
-    only filters the candidates (docs/search.md).
-    """
-    message_id = "a.message_id" if indexed else "(a.message_id + 0)"
-    return (
-        f"{message_id} >= coalesce((SELECT min(c.message_id) FROM c{index} c "
-        f"HAVING count(*) > {SEARCH_COUNT_LIMIT}), 0)"
+def token_branch(
+    index: int,
+    kind: str,
+    query: str | None,
+    recheck: tuple[str, Any],
+    columns: str,
+    where: str,
+    where_params: list[Any],
+    limit: int | None,
+) -> Sql:
+    """A term's ``TOKEN`` branch on field ``kind``: the fields the token index selects (``query``), in the scope
+    (``where``), newest first, each re-checked literally (``recheck``: the scan's condition and its parameter)
+    until ``limit``."""
+    candidates, join, order = _TOKEN_KINDS[kind]
+    test, needle = recheck
+    branch = (
+        f"SELECT {index} AS term, {columns} FROM ({candidates.format(where=where)}) k "
+        f"{join} WHERE {test} ORDER BY {order} LIMIT %s"
     )
+    return branch, [*where_params, query, UNINDEXED_QUERY, *where_params, needle, limit]
 
 
-def _stream_sql(
+def stream_sql(
     indexes: Sequence[int], scans: Sequence[tuple[str, Any]], columns: str, where: str, where_params: list, rows: int
 ) -> Sql:
     """The CTE ``nf``: the newest ``rows`` messages ``where`` admits, newest first, with a hit flag per term.
@@ -226,7 +144,7 @@ def _stream_sql(
     return statement, [*(needle for _, needle in scans), *where_params, rows]
 
 
-def _streamed_branch(
+def streamed_branch(
     index: int, fragments: TermSql, columns: str, where: str, where_params: list[Any], limit: int | None
 ) -> Sql:
     """A shared word's content branch: its hits in ``nf`` in nf's order (newest first), then in older messages.
@@ -268,7 +186,7 @@ def window_sql(scope: SearchScope) -> Sql:
     return statement, [threads, OWNER_WINDOW_MESSAGES, OWNER_WINDOW_MESSAGES, *searchable_params, OWNER_WINDOW_BYTES]
 
 
-def _term_window_sql(index: int, fragments: TermSql, *, content: str, argument: str) -> list[Sql]:
+def term_window_sql(index: int, fragments: TermSql, *, content: str, argument: str) -> list[Sql]:
     """The CTEs ``wc<index>`` and ``w<index>``: the term's newest hits in the window, in content, then content
     and arguments (``content``/``argument``: the columns each selects).
 
@@ -276,7 +194,7 @@ def _term_window_sql(index: int, fragments: TermSql, *, content: str, argument: 
     Arguments are read only in the rows up to the content's last hit once
     the content holds the limit: an argument of an older message (or of
     that one: its content comes first) is never among the term's first
-    SEARCH_COUNT_LIMIT + 1 fields (as ``_not_older_than_content_sql``).
+    SEARCH_COUNT_LIMIT + 1 fields (as ``match.not_older_than_content_sql``).
     """
     in_content, content_needle = fragments.scans["m.content"]
     in_argument, argument_needle = fragments.scans["a.value"]
@@ -297,7 +215,7 @@ def _term_window_sql(index: int, fragments: TermSql, *, content: str, argument: 
     return [(in_window, [content_needle, limit]), (both, [argument_needle, limit])]
 
 
-def _before_window_sql(index: int) -> str:
+def before_window_sql(index: int) -> str:
     """What a term's index branch adds to its WHERE: messages older than the window, and only while it lacks hits."""
     return (
         f"m.id < (SELECT coalesce(min(o.id), {_NO_WINDOW}) FROM ow o) "

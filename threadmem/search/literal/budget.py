@@ -21,7 +21,7 @@ from typing import Any
 
 from django.db import DatabaseError, connection
 
-from threadmem.search.tuning import SearchTuning
+from threadmem.search.literal.plan import SearchTuning
 
 
 def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:

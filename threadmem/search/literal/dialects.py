@@ -31,21 +31,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import connection
 
 from threadmem.lib.terms import fold
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.database import capabilities
-from threadmem.search.tuning import SearchTuning
 
 
 class Dialect:
     vendor = ""
     has_extension = False  # PostgreSQL with threadmem's extension threadmem_search (PostgresDialect)
     has_tokens = False  # PostgreSQL with the token indexes of migration 0014 (PostgresDialect)
-    has_link_function = False  # PostgreSQL with threadmem_hit_link (links.py, created after migrations)
+    has_link_function = False  # PostgreSQL with threadmem_hit_link (filters.py, created after migrations)
 
     def pattern(self, term: str) -> str:
         raise NotImplementedError
@@ -161,6 +160,7 @@ class StatementSql(NamedTuple):
     position: str  # the term's position in v.body
 
 
+@dataclass(frozen=True)
 class PostgresDialect(Dialect):
     """``~*`` and ``strpos(lower(...))``, or with ``has_extension`` the functions of threadmem's extension.
 
@@ -174,11 +174,9 @@ class PostgresDialect(Dialect):
     """
 
     vendor = "postgresql"
-
-    def __init__(self, *, has_extension: bool = False, has_tokens: bool = False, has_link_function: bool = False):
-        self.has_extension = has_extension
-        self.has_tokens = has_tokens
-        self.has_link_function = has_link_function
+    has_extension: bool = False
+    has_tokens: bool = False
+    has_link_function: bool = False
 
     def pattern(self, term: str) -> str:
         return f"***={term}"
@@ -325,26 +323,3 @@ def trigram_pattern(term: str) -> str:
     """
     marked = (c.translate(_LIKE_SPECIALS) if c.isalnum() else f"%{c.translate(_LIKE_SPECIALS)}%" for c in term)
     return f"%{''.join(marked)}%"
-
-
-def has_search_extension() -> bool:
-    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it)."""
-    return SearchTuning.from_settings().pg_extension and capabilities().trigram_ops
-
-
-def dialect(tuning: SearchTuning | None = None) -> Dialect:
-    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses
-    them, the connection made ready for it (``Dialect.prepare``)."""
-    found = capabilities()
-    if found.vendor == "postgresql":
-        tuning = tuning or SearchTuning.from_settings()
-        return PostgresDialect(
-            has_extension=tuning.pg_extension and found.trigram_ops,
-            has_tokens=tuning.tokens and found.token_indexes,
-            has_link_function=found.link_function,
-        )
-    if found.vendor == "sqlite":
-        sqlite = SqliteDialect()
-        sqlite.prepare()
-        return sqlite
-    raise NotImplementedError(f"search_memory does not support the {found.vendor} backend")

@@ -1,8 +1,31 @@
-"""The filters every literal statement shares: which messages search may show, and the scope's threads.
+"""What every literal statement takes from the scope, as SQL: which messages it may show, the scope's threads,
+search_memory's filters, and a hit's other half looked up under the same rules.
 
 ``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL and
 ``scope_sql`` is ``SearchScope.q`` as SQL; tests/search/test_filters.py holds
 every search path to the same rows as those definitions.
+
+A hit's other half (contract §9: a tool-argument hit's tool and results, a
+tool result's tool and call) is three columns (``link_sql``) that a
+statement which already cuts a field's window adds beside it
+(``with_small_windows``, the windows statement): no statement of its own,
+and only evaluated for the rows that get a window. Both look up by the
+indexes of migration 0010: (thread, tool_call_id) on messages and on tool
+arguments.
+
+* a tool-argument hit: ``tool`` is the argument row's ``tool_name`` and
+  ``ids`` the messages of role ``tool`` in the same thread whose
+  ``tool_call_id`` is that call's id: only its own call's results, when one
+  assistant message makes several calls;
+* a hit in a tool result's content: ``tool`` and ``ids`` name the assistant
+  message holding the call with the result's ``tool_call_id``, found through
+  its tool-argument rows (a call with no string argument has none: then
+  ``tool=- call=-``);
+* any other content hit: both NULL.
+
+Results and calls are restricted like hits: searchable messages in the
+search's scope (a fork's ancestor up to its fork point). ``hits.hit_link``
+reads the columns back.
 """
 
 from __future__ import annotations
@@ -116,12 +139,14 @@ def candidate_filter_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]
 
 class StatementFilters(NamedTuple):
     """A match statement's filters, each ``(sql, params)``: on content rows (``m``), on argument rows (``a``
-    of ``m``), searchability (``m``) and the candidates (``u``)."""
+    of ``m``), searchability (``m``) and the candidates (``u``); and the link columns of its listed rows
+    (``w``, ``with_small_windows``)."""
 
     content: tuple[str, list[Any]]
     argument: tuple[str, list[Any]]
     searchable: tuple[str, list[Any]]
     candidates: tuple[str, list[Any]]
+    links: tuple[str, list[Any]]
 
 
 def statement_filters(scope: SearchScope, dialect: Dialect) -> StatementFilters:
@@ -131,8 +156,193 @@ def statement_filters(scope: SearchScope, dialect: Dialect) -> StatementFilters:
         _and(scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")),
         searchable_sql("m"),
         candidate_filter_sql(scope, "u"),
+        # Only the rows that get a window and may be a tool's: a user's message costs no lookup.
+        link_sql(
+            scope,
+            dialect,
+            message_id="w.message_id",
+            arg_id="w.arg_id",
+            when=f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')",
+        ),
     )
 
 
 def _and(*parts: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
     return " AND ".join(sql for sql, _ in parts), [param for _, params in parts for param in params]
+
+
+class LinkSql(NamedTuple):
+    tool: str
+    tool_params: list[Any]
+    ids: str
+    ids_params: list[Any]
+    arguments: str = "CAST(NULL AS text)"
+
+    def when(self, condition: str) -> tuple[str, list[Any]]:
+        """The three columns, evaluated only for rows where ``condition`` holds (the rows that got a window)."""
+        return (
+            f"CASE WHEN {condition} THEN {self.tool} END, CASE WHEN {condition} THEN {self.ids} END, "
+            f"CASE WHEN {condition} THEN {self.arguments} END",
+            [*self.tool_params, *self.ids_params],
+        )
+
+
+# A call's arguments in brief (contract §9): its first few top-level keys, each key and value cut to this many
+# characters in the database (one more, so the header can tell a cut value); bounded.args_brief lays them out.
+ARGUMENT_KEYS_MAX = 12
+ARGUMENT_CHARS = 48
+
+
+def call_arguments_sql(vendor: str, message_id: str, call_index: str) -> str:
+    """``[call_index, [key, value], …]`` as JSON text: the call's top-level arguments, each cut short.
+
+    Reads the call message's ``tool_calls`` once; only a few dozen characters
+    of each argument leave the database, however large the call.
+    """
+    cut = ARGUMENT_CHARS + 1
+    if vendor == "postgresql":
+        value = "CASE jsonb_typeof(e.value) WHEN 'string' THEN e.value #>> '{}' ELSE CAST(e.value AS text) END"
+        return (
+            f"(SELECT '[' || {call_index} || coalesce(',' || string_agg(CAST(json_build_array(left(e.key, {cut}), "
+            f"left({value}, {cut})) AS text), ','), '') || ']' FROM (SELECT x.key, x.value "
+            f"FROM threadmem_message lm CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof("
+            f"lm.tool_calls -> CAST({call_index} AS integer) -> 'arguments') = 'object' THEN "
+            f"lm.tool_calls -> CAST({call_index} AS integer) -> 'arguments' END) x "
+            f"WHERE lm.id = {message_id} LIMIT {ARGUMENT_KEYS_MAX}) e)"
+        )
+    return (
+        f"(SELECT '[' || {call_index} || coalesce(',' || group_concat(json_array(substr(e.key, 1, {cut}), "
+        f"substr(CAST(e.value AS text), 1, {cut})), ','), '') || ']' FROM (SELECT x.key, x.value "
+        f"FROM threadmem_message lm, json_each(lm.tool_calls, '$[' || {call_index} || '].arguments') x "
+        f"WHERE lm.id = {message_id} AND json_type(lm.tool_calls, '$[' || {call_index} || '].arguments') = 'object' "
+        f"LIMIT {ARGUMENT_KEYS_MAX}) e)"
+    )
+
+
+def fork_cap_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
+    """The scope, for a message in the same thread as a hit: only a fork's ancestor's cap can leave it out.
+
+    The hit's thread is in the scope already; naming it again as a constant
+    would let the planner read the whole thread instead of the
+    (thread, tool_call_id) index.
+    """
+    clauses, params = [], []
+    for part in scope.parts if not scope.is_global else ():
+        if part.max_seq is not None:
+            clauses.append(f"({alias}.thread_id <> %s OR {alias}.seq <= %s)")
+            params += [part.thread_id, part.max_seq]
+    return " AND ".join(clauses) or "1 = 1", params
+
+
+def _caps(scope: SearchScope) -> tuple[list[int], list[int]]:
+    """The fork caps of a thread scope as two arrays: thread ids, and the last seq each may show."""
+    parts = [part for part in scope.parts if part.max_seq is not None] if not scope.is_global else []
+    return [part.thread_id for part in parts], [part.max_seq for part in parts]
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _inlined(sql: str, params: list[Any]) -> str:
+    return sql.replace("%s", "{}").format(*(_literal(param) for param in params))
+
+
+def link_function_sql() -> str:
+    """PostgreSQL: ``threadmem_hit_link``, the lookups of ``link_sql`` as a PL/pgSQL function.
+
+    The same statements, planned once per connection (PL/pgSQL caches its
+    plans) instead of with every search: inline, their planning cost more
+    than the rest of a rare term's match (docs/search.md, "Tool links").
+    Created from this module's code after every migration (apps.py), so it
+    never drifts from ``searchable_sql``; tests/search/test_tool_links.py
+    holds its answers equal to the inline SQL's.
+    """
+    result_searchable = _inlined(*searchable_sql("lr"))
+    call_searchable = _inlined(*searchable_sql("lc"))
+    tool, assistant = _literal(Message.Role.TOOL), _literal(Message.Role.ASSISTANT)
+    return f"""
+CREATE OR REPLACE FUNCTION threadmem_hit_link(
+    p_message_id bigint, p_arg_id bigint, p_cap_threads bigint[], p_cap_seqs bigint[]
+) RETURNS text[] LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
+DECLARE
+    v_tool text;
+    v_ids text;
+    v_arguments text;
+BEGIN
+    IF p_arg_id <> 0 THEN
+        SELECT la.tool_name, (
+            SELECT string_agg(CAST(lr.id AS text) || ':' || char_length(lr.content), ',') FROM threadmem_message lr
+            WHERE la.tool_call_id <> '' AND lr.thread_id = la.thread_id AND lr.tool_call_id = la.tool_call_id
+            AND lr.tool_call_id <> '' AND lr.role = {tool} AND {result_searchable}
+            AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
+                            WHERE lr.thread_id = c.t AND lr.seq > c.s)),
+            {call_arguments_sql("postgresql", "la.message_id", "la.call_index")}
+        INTO v_tool, v_ids, v_arguments FROM threadmem_toolargument la WHERE la.id = p_arg_id;
+        RETURN ARRAY[v_tool, v_ids, v_arguments];
+    END IF;
+    SELECT la.tool_name, CAST(lc.id AS text) INTO v_tool, v_ids
+    FROM threadmem_message lt
+    JOIN threadmem_toolargument la ON la.thread_id = lt.thread_id AND la.tool_call_id = lt.tool_call_id
+    JOIN threadmem_message lc ON lc.id = la.message_id
+    WHERE lt.id = p_message_id AND lt.role = {tool} AND lt.tool_call_id <> '' AND la.tool_call_id <> ''
+    AND lc.role = {assistant} AND {call_searchable}
+    AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
+                    WHERE lc.thread_id = c.t AND lc.seq > c.s)
+    ORDER BY la.message_id DESC, la.id LIMIT 1;
+    RETURN ARRAY[v_tool, v_ids];
+END
+$$
+"""
+
+
+def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str, when: str) -> tuple[str, list[Any]]:
+    """The three link columns of the field (``message_id``, ``arg_id``), evaluated only where ``when`` holds."""
+    return _link_sql(scope, dialect, message_id=message_id, arg_id=arg_id).when(when)
+
+
+def _link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str) -> LinkSql:
+    """The ``tool``, ``ids`` and ``arguments`` column expressions for the field (``message_id``, ``arg_id``)."""
+    if dialect.has_link_function:
+        threads, seqs = _caps(scope)
+        # Every part in the first column, one call a row (link_of splits them).
+        call = f"threadmem_hit_link({message_id}, {arg_id}, CAST(%s AS bigint[]), CAST(%s AS bigint[]))"
+        return LinkSql(call, [threads, seqs], "CAST(NULL AS text)", [])
+    result_searchable, result_searchable_params = searchable_sql("lr")
+    result_scope, result_scope_params = fork_cap_sql(scope, "lr")
+    call_searchable, call_searchable_params = searchable_sql("lc")
+    call_scope, call_scope_params = fork_cap_sql(scope, "lc")
+    # Each lookup starts from its one row (fenced, so the planner cannot start
+    # from the scope's thread instead) and follows the (thread, tool_call_id) indexes.
+    results = (
+        f"(SELECT {dialect.sized_id_list('lr.id', 'lr.content')} FROM (SELECT la.thread_id, la.tool_call_id "
+        f"FROM threadmem_toolargument la WHERE la.id = {arg_id} AND la.tool_call_id <> '' {dialect.fence}) c "
+        "JOIN threadmem_message lr ON lr.thread_id = c.thread_id AND lr.tool_call_id = c.tool_call_id "
+        f"WHERE lr.tool_call_id <> '' AND lr.role = %s AND {result_searchable} AND {result_scope})"
+    )
+    results_params = [Message.Role.TOOL, *result_searchable_params, *result_scope_params]
+
+    def call(column: str) -> str:
+        return (
+            f"(SELECT {column} FROM (SELECT lt.thread_id, lt.tool_call_id FROM threadmem_message lt "
+            f"WHERE lt.id = {message_id} AND lt.role = %s AND lt.tool_call_id <> '' {dialect.fence}) t "
+            "JOIN threadmem_toolargument la ON la.thread_id = t.thread_id AND la.tool_call_id = t.tool_call_id "
+            "JOIN threadmem_message lc ON lc.id = la.message_id "
+            f"WHERE la.tool_call_id <> '' AND lc.role = %s AND {call_searchable} AND {call_scope} "
+            "ORDER BY la.message_id DESC, la.id LIMIT 1)"
+        )
+
+    call_params = [Message.Role.TOOL, Message.Role.ASSISTANT, *call_searchable_params, *call_scope_params]
+    tool = (
+        f"CASE WHEN {arg_id} <> 0 THEN (SELECT lx.tool_name FROM threadmem_toolargument lx WHERE lx.id = {arg_id}) "
+        f"ELSE {call('la.tool_name')} END"
+    )
+    ids = f"CASE WHEN {arg_id} <> 0 THEN {results} ELSE {call('CAST(lc.id AS text)')} END"
+    call_arguments = call_arguments_sql(dialect.vendor, "lx.message_id", "lx.call_index")
+    arguments = (
+        f"CASE WHEN {arg_id} <> 0 THEN (SELECT {call_arguments} FROM threadmem_toolargument lx "
+        f"WHERE lx.id = {arg_id}) END"
+    )
+    return LinkSql(tool, call_params, ids, [*results_params, *call_params], arguments)

@@ -3,11 +3,11 @@ per term, the branch that finds it and why; ``literal_search`` runs it (``run_pl
 its SQL without deciding anything.
 
 The plan resolves its inputs itself, once per search, and carries them as
-data: the THREADMEM_SEARCH_* knobs (``SearchTuning``), the database's
-capabilities as the settings use them (``dialects.dialect``) and, in the
-global scope, what the token index can tell of each term (``lib/tokens.py``:
-its tsquery, or whether it is a word the index's statistics call common,
-``database.common_words``).
+data: the THREADMEM_SEARCH_* knobs (``SearchTuning``, read here and nowhere
+else), the database's capabilities as those knobs use them (``dialect``,
+probed by ``database.capabilities``) and, in the global scope, what the token
+index can tell of each term (``lib/tokens.py``: its tsquery, or whether it is
+a word the index's statistics call common, ``database.common_words``).
 
 A thread's count is always exact; a global search on PostgreSQL answers
 within about the sum of two time budgets, whatever the terms, each scaled by
@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
+
+from django.conf import settings
+from django.db import connection
 
 from threadmem.lib.tokens import TermTokens, term_tokens
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import common_words
-from threadmem.search.literal import dialects
-from threadmem.search.literal.dialects import Dialect
-from threadmem.search.tuning import SearchPath, SearchTuning
+from threadmem.search.database import capabilities, common_words
+from threadmem.search.literal.dialects import Dialect, PostgresDialect, SqliteDialect
 
 # More threads than this: one lookup each would cost more than the owner's window saves (match.py, "An owner's
 # window").
@@ -36,6 +37,64 @@ OWNER_WINDOW_THREADS_MAX = 1_000
 # by its share of fields, and never more than STREAM_ROWS_MAX.
 STREAM_MARGIN = 4
 STREAM_ROWS_MAX = 50_000
+
+
+class SearchPath(StrEnum):
+    """THREADMEM_SEARCH_PATH: how a thread search on PostgreSQL matches."""
+
+    AUTO = "auto"  # scan a thread up to thread_scan_bytes, else the indexes
+    SCAN = "scan"  # always read the scope's rows (the global scope too: the exhaustive search)
+    INDEX = "index"  # always start with the trigram indexes
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    """The literal search's knobs, one frozen object from the THREADMEM_SEARCH_* settings.
+
+    They are benchmark tuning (docs/search.md has the figures behind each
+    default); ``path`` overrides the thread-scope plan for measuring one path
+    against the other. Read per search, so a changed setting applies at once.
+    """
+
+    index_budget_ms: int
+    recent_budget_ms: int
+    budget_scale_max: int  # the global budgets' most multiple under load (budget.py)
+    db_cpus: int
+    thread_scan_bytes: int
+    spelling_sample_bytes: int
+    pg_extension: bool
+    tokens: bool
+    scan_bytes_per_ms: int
+    path: SearchPath
+
+    @classmethod
+    def from_settings(cls) -> SearchTuning:
+        """Each knob from the setting of its name: ``index_budget_ms`` from THREADMEM_SEARCH_INDEX_BUDGET_MS."""
+        knobs = {knob.name: getattr(settings, f"THREADMEM_SEARCH_{knob.name.upper()}") for knob in fields(cls)}
+        return cls(**{**knobs, "path": SearchPath(knobs["path"])})
+
+
+def dialect(tuning: SearchTuning | None = None) -> Dialect:
+    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses
+    them, the connection made ready for it (``Dialect.prepare``). SQLite offers nothing to probe."""
+    if connection.vendor == "sqlite":
+        sqlite = SqliteDialect()
+        sqlite.prepare()
+        return sqlite
+    found = capabilities()
+    if found.vendor != "postgresql":
+        raise NotImplementedError(f"search_memory does not support the {found.vendor} backend")
+    tuning = tuning or SearchTuning.from_settings()
+    return PostgresDialect(
+        has_extension=tuning.pg_extension and found.trigram_ops,
+        has_tokens=tuning.tokens and found.token_indexes,
+        has_link_function=found.link_function,
+    )
+
+
+def has_search_extension() -> bool:
+    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it)."""
+    return SearchTuning.from_settings().pg_extension and capabilities().trigram_ops
 
 
 class MatchPlan(StrEnum):
@@ -146,14 +205,14 @@ def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTunin
     reads the token index's statistics here, before the match statement (``database.common_words``: on the
     driver's cursor, at most once a minute per connection)."""
     tuning = tuning or SearchTuning.from_settings()
-    dialect = dialects.dialect(tuning)
-    kind, reason = _choose(scope, dialect, tuning)
+    resolved = dialect(tuning)
+    kind, reason = _choose(scope, resolved, tuning)
     if kind in (MatchPlan.INDEX_THEN_RECENT, MatchPlan.WINDOW_THEN_RECENT):
-        planned = index_term_plans(scope, terms, dialect, window=kind == MatchPlan.WINDOW_THEN_RECENT)
+        planned = index_term_plans(scope, terms, resolved, window=kind == MatchPlan.WINDOW_THEN_RECENT)
     else:
         branch = Branch.SCAN if kind == MatchPlan.SCAN else Branch.TRIGRAM
         planned = tuple(TermPlan(term, branch, reason) for term in terms)
-    return SearchPlan(kind, reason, planned, scope, dialect, tuning)
+    return SearchPlan(kind, reason, planned, scope, resolved, tuning)
 
 
 def index_term_plans(

@@ -7,10 +7,9 @@ from typing import Any
 
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import GLOBAL_RECENT_BYTES, GLOBAL_RECENT_IDS, GLOBAL_RECENT_MESSAGES, SEARCH_COUNT_LIMIT
-from threadmem.search.literal.branches import ARGUMENT_COLUMNS, CONTENT_COLUMNS
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import scope_sql, searchable_sql
-from threadmem.search.literal.match import with_small_windows
+from threadmem.search.literal.match import ARGUMENT_COLUMNS, CONTENT_COLUMNS, with_small_windows
 
 
 def recent_match_sql(

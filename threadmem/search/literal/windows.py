@@ -24,10 +24,9 @@ from threadmem.search.bounded import (
     fields_to_window,
     hit_header,
 )
-from threadmem.search.hits import Candidate
+from threadmem.search.hits import Candidate, Link, link_of
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.filters import searchable_sql
-from threadmem.search.literal.links import Link, link_of, link_sql
+from threadmem.search.literal.filters import link_sql, searchable_sql
 
 
 class WindowRow(NamedTuple):
@@ -36,7 +35,7 @@ class WindowRow(NamedTuple):
     ordinal: int  # the pair's place in the listing order
     position: int | None  # the term's first position in the field; 0 or None: it no longer matches
     piece: str | None  # the window's characters
-    link_tool: str | list[str | None] | None  # the field's tool and other half (links.link_of)
+    link_tool: str | list[str | None] | None  # the field's tool and other half (hits.link_of)
     link_ids: str | None
     link_arguments: str | None
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
-from threadmem.search.literal import dialects
+from threadmem.search.literal import plan
 from threadmem.search.ranked.vectors import ScopePieces
 
 NEIGHBOURS_OF = 10
@@ -53,7 +53,7 @@ def _first_pieces(
     seqs = sorted({seq for _, seq in wanted})
     order = ("message_id", "field", "start")  # "content" sorts before "tool_args.…"
     if held is not None:
-        dialect = dialects.dialect()
+        dialect = plan.dialect()
         in_threads, threads_params = dialect.in_ids("m.thread_id", threads)
         in_seqs, seqs_params = dialect.in_ids("m.seq", seqs)
         rows = retrieve.detail_rows(
