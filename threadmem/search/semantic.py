@@ -32,7 +32,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Protocol
 
 from django.conf import settings
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.utils.module_loading import import_string
 
 from threadmem import llm
@@ -40,6 +40,7 @@ from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, one_line
+from threadmem.search.literal.budget import is_timeout
 from threadmem.search.ranked import keyword_only, meaning_only, ranked_results
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,6 @@ CALL_GRACE_SECONDS = 1.0
 # A global ranked lane's statements are cancelled this long after search stopped waiting for it (the wait
 # ends first, so the answer names the deadline).
 CANCEL_AFTER_SECONDS = 0.005
-QUERY_CANCELED = "57014"
 # A model error quoted in the one-line note stops here.
 NOTE_ERROR_CHARS = 300
 MEMORY_ANSWER_INSTRUCTIONS = (
@@ -233,10 +233,9 @@ def _cancelled_at(cancel_at: float) -> Iterator[None]:
 
 def _cancelled(error: BaseException) -> bool:
     """Whether ``error`` is a statement cancelled or refused at the provider's deadline."""
-    if isinstance(error, OutOfTime):
+    if isinstance(error, OutOfTime) or (isinstance(error, DatabaseError) and is_timeout(error)):
         return True
-    cause = error.__cause__
-    return getattr(cause, "sqlstate", None) == QUERY_CANCELED or "interrupted" in str(cause)
+    return "interrupted" in str(error.__cause__)  # SQLite's interrupt
 
 
 def close_connections() -> None:

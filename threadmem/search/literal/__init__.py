@@ -8,8 +8,9 @@
    ``Branch`` that finds it and why.
 2. Write: ``match.py`` writes the match statement as the plan says, deciding
    nothing: the fragments every branch takes, once (``Dialect.statement_sql``,
-   ``filters.statement_filters``), every branch (``branches.py``), and around
-   them the rows in listing order, small fields with their windows.
+   ``filters.statement_filters``), every branch (``union_sql``; the global
+   scope's own kinds in ``branches.py``), and around them the rows in listing
+   order, small fields with their windows.
 3. Run: ``run_plan`` below, to the end or within a time budget
    (``budget.py``). When a budget runs out: in a thread too large to scan on
    PostgreSQL one more statement runs first (``spellings``, without

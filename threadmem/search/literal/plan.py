@@ -280,7 +280,7 @@ def stream_rows(shares: Iterable[float]) -> int:
 
     Decompressing the newest messages is most of what a common word's
     newest-first branch costs, so two or more such words share one read
-    (``match.py``, ``nf``). It has an end so that the planner reads the id
+    (``branches.py``, ``nf``). It has an end so that the planner reads the id
     index backwards instead of the whole table and a sort; a word short of
     hits there goes on in the older messages, so the hits are the same.
     """

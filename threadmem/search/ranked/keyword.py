@@ -120,12 +120,11 @@ def _rank_held(cursor, held: ScopePieces, lexemes: list[str], *, limit: int) -> 
     """BM25 over a thread's held pieces from the scope's keyword index kept in this process (``lexicon.py``):
     the statement's rows, a piece's in the same order (the query's lexemes in the tsvector's order, as unnest
     lists them), so the same ranking."""
-    ids = held.ids.tolist()
-    rows = lexicon.rows(cursor, held.key, ids, lexemes)
+    rows = lexicon.rows(cursor, held.key, held.shown, lexemes)
     if not rows:
         return []
     messages = {row[0]: row[4] for row in rows}
-    return [(piece, messages[piece], score) for piece, score in bm25(rows, total=len(ids))[:limit]]
+    return [(piece, messages[piece], score) for piece, score in bm25(rows, total=len(held.ids))[:limit]]
 
 
 def uncommon(cursor, lexemes: list[str]) -> list[str]:

@@ -21,6 +21,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 # Bytes kept over every scope, as ``Lexicon.bytes`` estimates them from tracemalloc's count for a large thread
@@ -50,7 +51,7 @@ class Lexicon:
             held[1].append(count)
         self.held += len(counts)
 
-    def rows(self, lexemes: list[str], in_scope: set[int]) -> Iterator[tuple[int, str, int, int, int]]:
+    def rows(self, lexemes: list[str], in_scope: AbstractSet[int]) -> Iterator[tuple[int, str, int, int, int]]:
         """(piece, lexeme, count, piece's lexemes, message) of the scope's pieces holding each lexeme, lexeme by
         lexeme: a piece's rows come in the order of ``lexemes``."""
         for lexeme in lexemes:
@@ -72,8 +73,8 @@ def clear() -> None:
         _kept.clear()
 
 
-def rows(cursor, key: tuple, ids: list[int], lexemes: list[str]) -> list[tuple[int, str, int, int, int]]:
-    """``Lexicon.rows`` of the scope ``key`` (``vectors.ScopePieces.key``), whose pieces now are ``ids``; the
+def rows(cursor, key: tuple, shown: AbstractSet[int], lexemes: list[str]) -> list[tuple[int, str, int, int, int]]:
+    """``Lexicon.rows`` of the scope ``key`` (``vectors.ScopePieces.key``), whose pieces now are ``shown``; the
     pieces not indexed yet are read first (one statement)."""
     with _lock:
         lexicon = _kept.get(key)
@@ -81,7 +82,7 @@ def rows(cursor, key: tuple, ids: list[int], lexemes: list[str]) -> list[tuple[i
             _kept.move_to_end(key)
     if lexicon is None:
         lexicon = Lexicon()
-    missing = [chunk_id for chunk_id in ids if chunk_id not in lexicon.pieces]
+    missing = sorted(chunk_id for chunk_id in shown if chunk_id not in lexicon.pieces)
     if missing:
         cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [missing])
         read = cursor.fetchall()
@@ -94,7 +95,7 @@ def rows(cursor, key: tuple, ids: list[int], lexemes: list[str]) -> list[tuple[i
             while len(_kept) > 1 and sum(kept.bytes() for kept in _kept.values()) > KEPT_MAX_BYTES:
                 _kept.popitem(last=False)
     with _lock:
-        return list(lexicon.rows(lexemes, set(ids)))
+        return list(lexicon.rows(lexemes, shown))
 
 
 _LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?")

@@ -61,8 +61,7 @@ def _first_pieces(
             [model, *threads_params, *seqs_params],
             order=", ".join(f"c.{column}" for column in order),
         )
-        shown = set(held.ids.tolist())
-        details = [row[1:] for row in rows if row[0] in shown]
+        details = [row[1:] for row in rows if row[0] in held.shown]
     else:
         details = list(
             Chunk.objects.filter(model=model, message__thread_id__in=threads, message__seq__in=seqs)

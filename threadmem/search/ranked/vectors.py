@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from django.db import connection
@@ -57,6 +58,11 @@ class ScopePieces:
 
     ids: np.ndarray
     key: tuple
+
+    @cached_property
+    def shown(self) -> frozenset[int]:
+        """``ids`` as a set, built once a search for every ranking that filters by it."""
+        return frozenset(self.ids.tolist())
 
 
 def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
