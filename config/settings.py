@@ -262,7 +262,8 @@ THREADMEM_RANKED_GLOBAL_BUDGET_MS = env_int("THREADMEM_RANKED_GLOBAL_BUDGET_MS",
 # citing messageIds, listed above them. Empty: the matches only.
 THREADMEM_MEMORY_ANSWER = env_choice("THREADMEM_MEMORY_ANSWER", "", ("", "llm"))
 # Global search on PostgreSQL: time for the trigram-index path, then for the
-# fallback over the newest messages (threadmem/search/literal/budget.py and docs/search.md explain why).
+# fallback over the newest messages (within_budget in threadmem/search/literal/__init__.py and
+# docs/search.md explain why).
 THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)
 THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS", 30, minimum=1)
 # Both are an idle machine's milliseconds: on a loaded one they are multiplied

@@ -9,9 +9,9 @@ def after_migrate(**kwargs) -> None:
     """Migrations may add or remove threadmem_search or the vector column: probe for them again.
 
     Also (re)creates search's PL/pgSQL link function from the code that runs
-    (search/literal/filters.py), so it follows that code's filters.
+    (search/literal/link_function.py), so it follows that code's filters.
     """
-    from threadmem.search.literal.filters import link_function_sql
+    from threadmem.search.literal.link_function import link_function_sql
 
     using = kwargs.get("using")
     for connection in connections.all(initialized_only=True):

@@ -1,5 +1,5 @@
 """A global term's argument branch stops where its content branch stopped (match.not_older_than_content_sql,
-and branches.term_window_sql in an owner's window).
+and match.term_window_sql in an owner's window).
 
 A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first and
 a message's content before its arguments; once the content branch holds that

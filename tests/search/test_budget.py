@@ -1,6 +1,6 @@
 """A global statement's budget is an idle machine's milliseconds: on a loaded machine it is scaled by the load
-(literal/budget.py, docs/search.md "Under load"). Other sessions sleeping in pg_sleep stand for the load here:
-they are active statements, as a saturated server's are."""
+(literal/__init__.py: within_budget, docs/search.md "Under load"). Other sessions sleeping in pg_sleep stand for
+the load here: they are active statements, as a saturated server's are."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from django.db import connection
 
 from tests.support.database import other_session
-from threadmem.search.literal.budget import host_runnable, within_budget
+from threadmem.search.literal import host_runnable, within_budget
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is statement_timeout")
 

@@ -15,7 +15,7 @@ from threadmem import services
 from threadmem.errors import InvalidInput
 from threadmem.search import search_memory
 from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.literal import branches as owner_window
+from threadmem.search.literal import filters as owner_window
 from threadmem.tools import SEARCH_MEMORY, run_tool
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
@@ -55,7 +55,7 @@ def test_paging_lists_every_hit_once_in_order_with_the_true_count_on_every_page(
     owner, busy, scope, settings, monkeypatch
 ):
     if scope == "global-window":
-        # An owner's newest messages first (literal/branches.py): a window of 7 messages, the rest from the indexes.
+        # An owner's newest messages first (literal/filters.py, window_sql): a window of 7 messages, the rest from the indexes.
         if connection.vendor != "postgresql":
             pytest.skip("the owner's window is the PostgreSQL plan's")
         settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0

@@ -29,8 +29,7 @@ from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import run_plan
-from threadmem.search.literal.budget import within_budget
+from threadmem.search.literal import run_plan, within_budget
 from threadmem.search.literal.plan import plan_search
 
 

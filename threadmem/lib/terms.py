@@ -14,6 +14,8 @@ more than ``1 + WORD_TERMS_MAX`` terms.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # Straight and curly, single and double, and backticks.
 QUOTE_CHARS = frozenset("\"'`“”‘’")
 # Opening quote -> the closing quotes that pair with it around a whole query.
@@ -59,6 +61,11 @@ def fold(text: str) -> str:
     aligned with the original text, as PostgreSQL's case mapping does.
     """
     return text.replace("\u0130", "i").lower()
+
+
+def fold_each(texts: Sequence[str]) -> list[str]:
+    """``fold`` of each text: a statement folds its terms together."""
+    return [fold(text) for text in texts]
 
 
 def separator_variant(term: str) -> str | None:

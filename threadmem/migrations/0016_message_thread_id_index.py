@@ -2,7 +2,7 @@
 
 A thread's messages newest first, from the index: an owner's global search
 reads its newest messages across its threads this way before the search
-indexes (search/literal/branches.py). Every lookup by thread alone uses it as it
+indexes (search/literal/filters.py, window_sql). Every lookup by thread alone uses it as it
 used the old index, so appends keep one index on thread, not two. The new one
 is built before the old one goes.
 """

@@ -157,7 +157,7 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq"),
-            # A thread's messages newest first: an owner's newest window (search/literal/branches.py).
+            # A thread's messages newest first: an owner's newest window (search/literal/filters.py, window_sql).
             models.Index(fields=["thread", "id"], name="message_thread_id"),
             # A tool-argument hit names its results (search/literal/filters.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),

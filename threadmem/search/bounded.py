@@ -129,6 +129,13 @@ def entries_budget(
     return max_chars - reserved
 
 
+# The fewest characters of a hit's header line (message id, generation and session id of one character, no role,
+# the shortest field name): what the match statement counts for an entry it has not read (match.with_small_windows).
+HEADER_CHARS_AT_LEAST = len(
+    hit_header(Candidate(term=0, message_id=0, arg_id=0, path="", min_chars=0, session_id="", generation=0, role=""))
+)
+
+
 def fields_to_window(candidates: list[Candidate], terms: list[str], *, budget: int) -> list[WindowKey]:
     """The (field, term) pairs whose windows the database must cut.
 

@@ -40,7 +40,7 @@ from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, one_line
-from threadmem.search.literal.budget import is_timeout
+from threadmem.search.literal import is_timeout
 from threadmem.search.ranked import keyword_only, meaning_only, ranked_results
 
 logger = logging.getLogger(__name__)
@@ -257,7 +257,7 @@ def _deadline(scope: SearchScope, provider: SemanticProvider) -> tuple[float, st
     """How long search waits for ``provider``: (seconds, the setting that says so, whether its statements are
     cancelled then).
 
-    A global search answers within a bound, as its literal part does (literal/budget.py): the ranked lane with
+    A global search answers within a bound, as its literal part does (``literal.within_budget``): the ranked lane with
     the static model gets THREADMEM_RANKED_GLOBAL_BUDGET_MS. A configured model's server answers over the network,
     so that lane, like any other provider, has THREADMEM_SEMANTIC_DEADLINE.
     """

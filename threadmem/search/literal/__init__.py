@@ -8,36 +8,35 @@
    ``Branch`` that finds it and why.
 2. Write: ``match.py`` writes the match statement as the plan says, deciding
    nothing: the fragments every branch takes, once (``Dialect.statement_sql``,
-   ``filters.statement_filters``), every branch (``union_sql``; the global
-   scope's own kinds in ``branches.py``), and around them the rows in listing
-   order, small fields with their windows.
+   ``filters.statement_filters``), every branch (``union_sql``), and around
+   them the rows in listing order, small fields with their windows.
 3. Run: ``run_plan`` below, to the end or within a time budget
-   (``budget.py``). When a budget runs out: in a thread too large to scan on
-   PostgreSQL one more statement runs first (``spellings``, without
-   threadmem_search) or after (a scan, with it, when the index ran out of
-   time); a global search on PostgreSQL falls back to the newest messages
-   (``recent.py``).
+   (``within_budget``, below). When a budget runs out: in a thread too large
+   to scan on PostgreSQL one more statement runs first (``spellings``,
+   without threadmem_search) or after (a scan, with it, when the index ran
+   out of time); a global search on PostgreSQL falls back to the newest
+   messages (``recent.py``).
 
-Then at most one windows statement (``windows.py``): for the few fields that
-can be listed, each term's first position and the window around it, cut by
-the database. Skipped when nothing matched, or when the match statement cut
-every window the listing needs. Measurements and history: docs/search.md.
+Then the rows become the literal part (``listing.py``), with at most one
+windows statement (``windows.py``): for the few fields that can be listed,
+each term's first position and the window around it, cut by the database.
+Skipped when nothing matched, or when the match statement cut every window
+the listing needs. Measurements and history: docs/search.md.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple, assert_never
+from typing import Any, assert_never
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
-from threadmem.models import Message
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, entries_budget, literal_part
+from threadmem.search.bounded import literal_part
 from threadmem.search.cursor import CursorPosition
-from threadmem.search.hits import Candidate, Coverage, LiteralPart, MatchedBy, hit_link, link_of
-from threadmem.search.literal.budget import thread_index_budget_ms, within_budget
+from threadmem.search.hits import Coverage, LiteralPart, MatchedBy
 from threadmem.search.literal.dialects import (
     Dialect,
     PostgresDialect,
@@ -46,11 +45,11 @@ from threadmem.search.literal.dialects import (
     trigram_pattern,
 )
 from threadmem.search.literal.filters import scope_sql, searchable_sql
-from threadmem.search.literal.match import MatchRow, index_match_sql, match_rows, scan_match_sql
-from threadmem.search.literal.plan import MatchPlan, SearchPlan, has_search_extension, plan_search
+from threadmem.search.literal.listing import Matches, MatchRow, list_matches, match_rows
+from threadmem.search.literal.match import index_match_sql, scan_match_sql
+from threadmem.search.literal.plan import MatchPlan, SearchPlan, SearchTuning, has_search_extension, plan_search
 from threadmem.search.literal.recent import recent_match_sql
 from threadmem.search.literal.spelling import spellings
-from threadmem.search.literal.windows import Cut, cut_windows, window_at
 
 __all__ = [
     "Dialect",
@@ -59,6 +58,7 @@ __all__ = [
     "PostgresDialect",
     "SqliteDialect",
     "has_search_extension",
+    "is_timeout",
     "like_contains",
     "literal_search",
     "scope_sql",
@@ -90,18 +90,12 @@ def literal_search(
     started = time.perf_counter()
     matches = run_plan(plan, start=key, described_max_chars=described_max_chars)
     ran_ms = (time.perf_counter() - started) * 1000
-    part = _literal_search(
+    part = list_matches(
         scope, terms, plan.dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
     )
     part.plan = plan.kind.value
     part.executed = executed_plan(plan, matches, ran_ms)
     return part
-
-
-class Matches(NamedTuple):
-    rows: list[MatchRow]
-    coverage: Coverage
-    matched_by: MatchedBy
 
 
 def run_plan(
@@ -165,86 +159,133 @@ def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str
     }
 
 
-def _literal_search(
-    scope: SearchScope,
-    terms: list[str],
-    dialect: Dialect,
-    matches: Matches,
+# Statements with a time budget: a PostgreSQL statement timeout sent with the
+# statement, in one round trip. A global search's index path may take
+# SearchTuning.index_budget_ms before it falls back to the newest messages
+# for recent_budget_ms (a term whose trigrams are all common leaves the
+# trigram index thousands of large rows to re-check: docs/search.md, "The
+# plan"). Those are an idle machine's milliseconds: a saturated one shares
+# its cores, so a global statement's timeout is its budget times the load,
+# capped at budget_scale_max times (docs/search.md, "Under load").
+
+
+def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:
+    """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
+
+    ``tuning.scan_bytes_per_ms``: how fast a scan reads (docs/search.md, "The plan"). At least 1 ms: 0 is no limit.
+    """
+    return max(1, visible_bytes // tuning.scan_bytes_per_ms)
+
+
+def host_runnable() -> int:
+    """How many threads this host runs or could run right now (the kernel's count, /proc/loadavg's fourth
+    field); 0 where there is no such file. The database often shares the host; where it does not, the
+    database's own count of active statements decides (``_SCALED_TIMEOUT``)."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as loadavg:
+            return int(loadavg.read().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def cpus(tuning: SearchTuning) -> int:
+    """``tuning.db_cpus``, else this host's CPUs: how many statements run at once without waiting."""
+    return tuning.db_cpus or os.cpu_count() or 1
+
+
+def is_timeout(error: DatabaseError) -> bool:
+    """The statement timeout fired: a cancelled query, or a cancelled regex compilation.
+
+    pg_trgm compiles the pattern into a trigram graph when the index scan
+    starts, and reports a cancel that arrives then as an invalid regular
+    expression ("operation cancelled"); the ``***=`` patterns of this module
+    are always valid, so that error can only be the timeout.
+    """
+    try:
+        from psycopg.errors import InvalidRegularExpression, QueryCanceled
+    except ImportError:  # pragma: no cover - psycopg is a requirement
+        return False
+    cause = error.__cause__
+    if isinstance(cause, InvalidRegularExpression):
+        return "cancel" in str(cause)
+    return isinstance(cause, QueryCanceled)
+
+
+# The settings of a budgeted statement. No parallel workers: they start slower
+# than these LIMITed scans finish, and do work the LIMIT throws away. No JIT:
+# the planner prices every branch as if it read to its end, so on a large store
+# it compiles expressions for longer than the statement runs (docs/search.md, "The plan").
+_BUDGET_SETTINGS = (
+    "SELECT set_config('statement_timeout', {timeout}, true), "
+    "set_config('max_parallel_workers_per_gather', '0', true), set_config('jit', 'off', true)"
+)
+_FIXED_TIMEOUT = "%s"
+# A load-scaled budget: the budget times the load, at least 1 and at most the
+# cap; the load is the larger of the statements active in the database (this
+# one included) and the threads runnable on the web host, per CPU. Computed
+# by the server, in the same round trip.
+_SCALED_TIMEOUT = (
+    "(%s::float8 * least(%s::float8, greatest(1.0, greatest(%s::float8, "
+    "(SELECT count(*) FROM pg_stat_activity WHERE state = 'active')) / %s::float8)))::bigint::text"
+)
+_SAVEPOINT = "threadmem_search_budget"
+
+
+def within_budget(
+    statement: str,
+    params: list[Any],
+    budget_ms: int,
     *,
-    start: CursorPosition | None,
-    sign: Callable[[CursorPosition], str] | None,
-    described_max_chars: int | None,
-) -> LiteralPart:
-    key = start.key if start is not None else None
-    rows, coverage, matched_by = matches
-    if coverage == Coverage.NONE:
-        return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
-    candidates = [row.candidate() for row in rows]
-    # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
-    cut = Cut(
-        {
-            ((row.message_id, row.arg_id), row.term): window_at(row.position, row.piece)
-            for row in rows
-            if row.position is not None
-        },
-        {
-            (row.message_id, row.arg_id): link_of(row.link_tool, row.link_ids, row.link_arguments)
-            for row in rows
-            if row.position
-        },
-    )
-    bounded = False
-    if scope.is_global:
-        kept: list[Candidate] = []
-        per_term: dict[int, int] = {}
-        for candidate in candidates:
-            count = per_term.get(candidate.term, 0)
-            if count == SEARCH_COUNT_LIMIT:
-                bounded = True
-                continue
-            per_term[candidate.term] = count + 1
-            kept.append(candidate)
-        candidates = kept
-    max_chars = THREAD_LITERAL_MAX_CHARS
-    described = len(terms) > 1 and not any(c.term == 0 for c in candidates)
-    if described_max_chars is not None and described and key is None:
-        max_chars = described_max_chars
-    seeds: list[Candidate] = []
-    if key is not None:
-        page = [candidate for candidate in candidates if candidate.listing_key >= key]
-        fields = {candidate.field_key for candidate in page}
-        seeds = [c for c in candidates if c.listing_key < key and c.field_key in fields]
-        candidates = page
-    listed_before = start.listed_before if start is not None else 0
-    if not candidates:
-        return literal_part(
-            [],
-            terms,
-            {},
-            candidate_count=0,
-            bounded=bounded,
-            coverage=coverage,
-            matched_by=matched_by,
-            listed_before=listed_before,
+    scale_by_load: bool = False,
+    tuning: SearchTuning | None = None,
+) -> list[tuple] | None:
+    """Run ``statement`` with a statement timeout, in one round trip; None when it ran out of time.
+
+    ``scale_by_load``: ``budget_ms`` is an idle machine's, multiplied by the
+    load as the statement starts (the module docstring); else milliseconds on
+    the clock.
+
+    The settings, the statement and what follows it go as one query string
+    (Django's psycopg cursor binds parameters client-side and sends it with
+    the simple query protocol, which runs several statements). Outside a
+    transaction the server runs them as one implicit transaction, so the
+    transaction-local settings end with it. Inside a caller's transaction a
+    savepoint wraps them and is rolled back after the statement (which only
+    reads), which gives the caller's settings back; after a timeout that
+    rollback is one more round trip.
+
+    A timer that fires after the statement's last check for interrupts is
+    reported by PostgreSQL at the next command. That command is the rollback
+    to the savepoint, or ``SELECT 1`` outside a transaction: either way part
+    of this query string, so such a late timeout counts as running out of
+    time here instead of failing the caller's next statement.
+    """
+    nested = not connection.get_autocommit()
+    if scale_by_load:
+        tuning = tuning or SearchTuning.from_settings()
+        budget_settings = _BUDGET_SETTINGS.format(timeout=_SCALED_TIMEOUT)
+        budget_params = [budget_ms, tuning.budget_scale_max, host_runnable(), cpus(tuning)]
+    else:
+        budget_settings = _BUDGET_SETTINGS.format(timeout=_FIXED_TIMEOUT)
+        budget_params = [str(budget_ms)]
+    if nested:
+        batch = (
+            f"SAVEPOINT {_SAVEPOINT}; {budget_settings}; {statement}; "
+            f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}"
         )
-    budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage, max_chars=max_chars)
-    windows = cut_windows(candidates, terms, budget=budget, dialect=dialect, scope=scope, cut=cut, seeds=seeds)
-    links = {
-        key: hit_link(windows.links.get(key), arg_id=candidate.arg_id, role=candidate.role)
-        for candidate in candidates
-        if (key := candidate.field_key) in windows.links or candidate.arg_id or candidate.role == Message.Role.TOOL
-    }
-    return literal_part(
-        candidates,
-        terms,
-        windows.windows,
-        candidate_count=len(candidates),
-        bounded=bounded,
-        coverage=coverage,
-        matched_by=matched_by,
-        seeds=seeds,
-        listed_before=listed_before,
-        links=links,
-        sign=sign,
-        max_chars=max_chars,
-    )
+        before = 2  # the savepoint, the settings
+    else:
+        batch = f"{budget_settings}; {statement}; SELECT 1"
+        before = 1  # the settings
+    with connection.cursor() as cursor:
+        try:
+            cursor.execute(batch, [*budget_params, *params])
+        except DatabaseError as error:
+            if not is_timeout(error):
+                raise
+            if nested:
+                cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}; RELEASE SAVEPOINT {_SAVEPOINT}")
+            return None
+        for _ in range(before):
+            cursor.nextset()
+        return cursor.fetchall()

@@ -29,14 +29,13 @@ these choices: docs/search.md.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from django.db import connection
 
-from threadmem.lib.terms import fold
+from threadmem.lib.terms import fold, fold_each
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
 
 
@@ -97,30 +96,15 @@ class Dialect:
     # into the query around it (which would repeat its expressions there).
     fence = "OFFSET 0"
 
-    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        """``column`` is one of ``ids``, as one parameter whatever their number."""
-        raise NotImplementedError
-
-    def in_subquery(self, column: str, subquery: str) -> str:
-        """``column`` is one of the values ``subquery`` selects."""
-        return f"{column} IN ({subquery})"
-
-    def id_list(self, column: str) -> str:
-        """The aggregate of integer ``column`` as comma-separated text (any order; NULL over no rows)."""
-        return f"group_concat({column}, ',')"
-
-    def sized_id_list(self, column: str, body: str) -> str:
-        """``id_list`` with each id's ``body`` length in characters: ``<id>:<chars>,…``."""
-        return f"group_concat({column} || ':' || length({body}), ',')"
-
     def prepare(self) -> None:
         """Make the connection ready for the statements below."""
 
     def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
-        """Every fragment a match statement takes from the dialect, in one call (``match.py`` and ``branches.py``
-        write the rest)."""
+        """Every fragment a match statement takes from the dialect, in one call (``match.py``
+        writes the rest)."""
+        patterns = self.patterns(terms)
         return StatementSql(
-            [self.term_sql(term, narrow=narrow) for term in terms],
+            [self.term_sql(term, pattern, narrow=narrow) for term, pattern in zip(terms, patterns, strict=True)],
             {column: self.min_chars(column) for column in MATCHED_COLUMNS},
             self.least(
                 self.least(self.greatest("u.min_chars", "t.length"), f"t.length + {WINDOW_LEAD}"), f"{WINDOW_CHARS}"
@@ -129,10 +113,14 @@ class Dialect:
             self.position("v.body", "v.pattern", "v.needle"),
         )
 
-    def term_sql(self, term: str, *, narrow: bool) -> TermSql:
-        """One term's fragments of ``statement_sql``."""
+    def patterns(self, terms: Sequence[str]) -> list[str]:
+        """``pattern`` of each term."""
+        return [self.pattern(term) for term in terms]
+
+    def term_sql(self, term: str, pattern: str, *, narrow: bool) -> TermSql:
+        """One term's fragments of ``statement_sql`` (``pattern``: its ``pattern``)."""
         return TermSql(
-            self.pattern(term),
+            pattern,
             self.needle(term),
             {column: self.matches(column, term, narrow=narrow) for column in MATCHED_COLUMNS},
             {column: self.scan_matches(column, term) for column in SCANNED_COLUMNS},
@@ -140,7 +128,7 @@ class Dialect:
 
 
 # The columns a match statement tests: a message's content, a tool argument's value; in scans also the text of
-# the newest messages common words share (branches.py, nf).
+# the newest messages common words share (match.py, nf).
 MATCHED_COLUMNS = ("m.content", "a.value")
 SCANNED_COLUMNS = (*MATCHED_COLUMNS, "x.body")
 
@@ -236,24 +224,6 @@ class PostgresDialect(Dialect):
     greatest_function = "greatest"
     least_function = "least"
 
-    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        # One array literal: the driver quotes a string at once, where it would
-        # adapt a list element by element (a caller's readable threads).
-        return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
-
-    def in_subquery(self, column: str, subquery: str) -> str:
-        # The subquery runs once, as an array (an InitPlan), before the scan:
-        # the planner keeps the plans it makes for a constant array (an IN
-        # would become a hashed subplan, which reads a common word's rows by
-        # id order: docs/search.md).
-        return f"{column} = ANY(ARRAY({subquery}))"
-
-    def id_list(self, column: str) -> str:
-        return f"string_agg(CAST({column} AS text), ',')"
-
-    def sized_id_list(self, column: str, body: str) -> str:
-        return f"string_agg(CAST({column} AS text) || ':' || char_length({body}), ',')"
-
 
 def ifind(field: str | None, folded_term: str | None) -> int:
     """1-based position of the first case-insensitive occurrence, 0 when absent."""
@@ -271,9 +241,12 @@ class SqliteDialect(Dialect):
     def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
         return self._finds(column), self.pattern(term)
 
-    def term_sql(self, term: str, *, narrow: bool) -> TermSql:
-        # Every condition is the same function over the folded term: fold it once.
-        folded = self.pattern(term)
+    def patterns(self, terms: Sequence[str]) -> list[str]:
+        return fold_each(terms)
+
+    def term_sql(self, term: str, pattern: str, *, narrow: bool) -> TermSql:
+        # Every condition is the same function over the folded term, folded once (``patterns``).
+        folded = pattern
         matches = {column: (self._finds(column), folded) for column in MATCHED_COLUMNS}
         return TermSql(folded, None, matches, {column: (self._finds(column), folded) for column in SCANNED_COLUMNS})
 
@@ -291,9 +264,6 @@ class SqliteDialect(Dialect):
     least_function = "min"
 
     fence = "LIMIT -1 OFFSET 0"  # SQLite has no OFFSET without LIMIT
-
-    def in_ids(self, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
-        return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
 
     def prepare(self) -> None:
         # Registering is idempotent and costs microseconds; doing it here

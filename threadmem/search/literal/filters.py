@@ -30,11 +30,18 @@ reads the columns back.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.literal.dialects import Dialect
+
+# Enough for a word in a fifth of the owner's window to pass SEARCH_COUNT_LIMIT hits,
+# cheap enough for a rare one (docs/search.md, "An owner's window").
+OWNER_WINDOW_MESSAGES = 1_000
+OWNER_WINDOW_BYTES = 4_000_000
 
 
 def searchable_sql(alias: str) -> tuple[str, list[Any]]:
@@ -44,6 +51,34 @@ def searchable_sql(alias: str) -> tuple[str, list[Any]]:
         f"AND {alias}.superseded_by_id IS NULL",
         [Message.Kind.MESSAGE, True, False],
     )
+
+
+def in_ids(vendor: str, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """``column`` is one of ``ids``, as one parameter whatever their number."""
+    if vendor == "postgresql":
+        # One array literal: the driver quotes a string at once, where it would
+        # adapt a list element by element (a caller's readable threads).
+        return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
+    return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+
+
+def in_subquery(vendor: str, column: str, subquery: str) -> str:
+    """``column`` is one of the values ``subquery`` selects."""
+    if vendor == "postgresql":
+        # The subquery runs once, as an array (an InitPlan), before the scan:
+        # the planner keeps the plans it makes for a constant array (an IN
+        # would become a hashed subplan, which reads a common word's rows by
+        # id order: docs/search.md).
+        return f"{column} = ANY(ARRAY({subquery}))"
+    return f"{column} IN ({subquery})"
+
+
+def sized_id_list(vendor: str, column: str, body: str) -> str:
+    """The aggregate of integer ``column`` with each id's ``body`` length in characters: ``<id>:<chars>,…`` (any
+    order; NULL over no rows)."""
+    if vendor == "postgresql":
+        return f"string_agg(CAST({column} AS text) || ':' || char_length({body}), ',')"
+    return f"group_concat({column} || ':' || length({body}), ',')"
 
 
 def scope_sql(
@@ -58,14 +93,14 @@ def scope_sql(
     """
     if scope.is_global:
         if scope.readable_thread_ids is not None:
-            condition, params = dialect.in_ids(f"{message}.thread_id", scope.readable_thread_ids)
+            condition, params = in_ids(dialect.vendor, f"{message}.thread_id", scope.readable_thread_ids)
             if argument is not None:
                 # Lets the planner use the argument table's own thread index.
-                extra, extra_params = dialect.in_ids(f"{argument}.thread_id", scope.readable_thread_ids)
+                extra, extra_params = in_ids(dialect.vendor, f"{argument}.thread_id", scope.readable_thread_ids)
                 condition, params = f"{condition} AND {extra}", [*params, *extra_params]
             return condition, params
-        isolated = dialect.in_subquery(
-            f"{message}.thread_id", "SELECT t.id FROM threadmem_thread t WHERE t.isolated = %s"
+        isolated = in_subquery(
+            dialect.vendor, f"{message}.thread_id", "SELECT t.id FROM threadmem_thread t WHERE t.isolated = %s"
         )
         return f"NOT ({isolated})", [True]
     clauses = []
@@ -139,18 +174,20 @@ def candidate_filter_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]
 
 class StatementFilters(NamedTuple):
     """A match statement's filters, each ``(sql, params)``: on content rows (``m``), on argument rows (``a``
-    of ``m``), searchability (``m``) and the candidates (``u``); and the link columns of its listed rows
-    (``w``, ``with_small_windows``)."""
+    of ``m``), searchability (``m``) and the candidates (``u``); the link columns of its listed rows
+    (``w``, ``with_small_windows``); the owner's window (``window_sql``) when a term reads it."""
 
     content: tuple[str, list[Any]]
     argument: tuple[str, list[Any]]
     searchable: tuple[str, list[Any]]
     candidates: tuple[str, list[Any]]
     links: tuple[str, list[Any]]
+    window: tuple[str, list[Any]] | None = None
 
 
-def statement_filters(scope: SearchScope, dialect: Dialect) -> StatementFilters:
-    """Every filter a match statement takes, in one call (``match.py``)."""
+def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = False) -> StatementFilters:
+    """Every filter a match statement takes, in one call (``match.py``); ``window``: a term reads the owner's
+    window."""
     return StatementFilters(
         _and(scope_sql(scope, dialect, message="m"), hit_filter_sql(scope, message="m")),
         _and(scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")),
@@ -164,7 +201,33 @@ def statement_filters(scope: SearchScope, dialect: Dialect) -> StatementFilters:
             arg_id="w.arg_id",
             when=f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')",
         ),
+        window_sql(scope) if window else None,
     )
+
+
+def window_sql(scope: SearchScope) -> tuple[str, list[Any]]:
+    """The CTE ``ow``: the owner's newest searchable messages, newest first, up to the window's caps: the newest
+    OWNER_WINDOW_MESSAGES of each thread (the (thread, id) index), the newest of those overall, up to
+    OWNER_WINDOW_BYTES of content (``match.py``, "WINDOW").
+
+    Its rows come out newest first as they are fetched (the ids sorted first,
+    each row then joined in that order), and PostgreSQL runs a CTE only as far
+    as its readers ask: a term that finds its hits in the first rows fetches
+    only those. ``rn`` numbers them.
+    """
+    condition, searchable_params = searchable_sql("m")
+    statement = (
+        "ow AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role, n.rn FROM ("
+        "SELECT m.id, m.content, m.session_id, m.generation, m.role, "
+        "row_number() OVER (ORDER BY x.id DESC) AS rn, "
+        "sum(octet_length(m.content)) OVER (ORDER BY x.id DESC ROWS UNBOUNDED PRECEDING) AS seen FROM ("
+        "SELECT x.id FROM unnest(CAST(%s AS bigint[])) t(id) CROSS JOIN LATERAL "
+        "(SELECT i.id FROM threadmem_message i WHERE i.thread_id = t.id ORDER BY i.id DESC LIMIT %s) x "
+        f"ORDER BY x.id DESC LIMIT %s) x JOIN threadmem_message m ON m.id = x.id WHERE {condition}"
+        ") n WHERE n.seen - octet_length(n.content) < %s)"
+    )
+    threads = list(scope.readable_thread_ids or ())
+    return statement, [threads, OWNER_WINDOW_MESSAGES, OWNER_WINDOW_MESSAGES, *searchable_params, OWNER_WINDOW_BYTES]
 
 
 def _and(*parts: tuple[str, list[Any]]) -> tuple[str, list[Any]]:
@@ -240,64 +303,6 @@ def _caps(scope: SearchScope) -> tuple[list[int], list[int]]:
     return [part.thread_id for part in parts], [part.max_seq for part in parts]
 
 
-def _literal(value: Any) -> str:
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    return "'" + str(value).replace("'", "''") + "'"
-
-
-def _inlined(sql: str, params: list[Any]) -> str:
-    return sql.replace("%s", "{}").format(*(_literal(param) for param in params))
-
-
-def link_function_sql() -> str:
-    """PostgreSQL: ``threadmem_hit_link``, the lookups of ``link_sql`` as a PL/pgSQL function.
-
-    The same statements, planned once per connection (PL/pgSQL caches its
-    plans) instead of with every search: inline, their planning cost more
-    than the rest of a rare term's match (docs/search.md, "Tool links").
-    Created from this module's code after every migration (apps.py), so it
-    never drifts from ``searchable_sql``; tests/search/test_tool_links.py
-    holds its answers equal to the inline SQL's.
-    """
-    result_searchable = _inlined(*searchable_sql("lr"))
-    call_searchable = _inlined(*searchable_sql("lc"))
-    tool, assistant = _literal(Message.Role.TOOL), _literal(Message.Role.ASSISTANT)
-    return f"""
-CREATE OR REPLACE FUNCTION threadmem_hit_link(
-    p_message_id bigint, p_arg_id bigint, p_cap_threads bigint[], p_cap_seqs bigint[]
-) RETURNS text[] LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
-DECLARE
-    v_tool text;
-    v_ids text;
-    v_arguments text;
-BEGIN
-    IF p_arg_id <> 0 THEN
-        SELECT la.tool_name, (
-            SELECT string_agg(CAST(lr.id AS text) || ':' || char_length(lr.content), ',') FROM threadmem_message lr
-            WHERE la.tool_call_id <> '' AND lr.thread_id = la.thread_id AND lr.tool_call_id = la.tool_call_id
-            AND lr.tool_call_id <> '' AND lr.role = {tool} AND {result_searchable}
-            AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
-                            WHERE lr.thread_id = c.t AND lr.seq > c.s)),
-            {call_arguments_sql("postgresql", "la.message_id", "la.call_index")}
-        INTO v_tool, v_ids, v_arguments FROM threadmem_toolargument la WHERE la.id = p_arg_id;
-        RETURN ARRAY[v_tool, v_ids, v_arguments];
-    END IF;
-    SELECT la.tool_name, CAST(lc.id AS text) INTO v_tool, v_ids
-    FROM threadmem_message lt
-    JOIN threadmem_toolargument la ON la.thread_id = lt.thread_id AND la.tool_call_id = lt.tool_call_id
-    JOIN threadmem_message lc ON lc.id = la.message_id
-    WHERE lt.id = p_message_id AND lt.role = {tool} AND lt.tool_call_id <> '' AND la.tool_call_id <> ''
-    AND lc.role = {assistant} AND {call_searchable}
-    AND NOT EXISTS (SELECT 1 FROM unnest(p_cap_threads, p_cap_seqs) AS c(t, s)
-                    WHERE lc.thread_id = c.t AND lc.seq > c.s)
-    ORDER BY la.message_id DESC, la.id LIMIT 1;
-    RETURN ARRAY[v_tool, v_ids];
-END
-$$
-"""
-
-
 def link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: str, when: str) -> tuple[str, list[Any]]:
     """The three link columns of the field (``message_id``, ``arg_id``), evaluated only where ``when`` holds."""
     return _link_sql(scope, dialect, message_id=message_id, arg_id=arg_id).when(when)
@@ -317,7 +322,7 @@ def _link_sql(scope: SearchScope, dialect: Dialect, *, message_id: str, arg_id: 
     # Each lookup starts from its one row (fenced, so the planner cannot start
     # from the scope's thread instead) and follows the (thread, tool_call_id) indexes.
     results = (
-        f"(SELECT {dialect.sized_id_list('lr.id', 'lr.content')} FROM (SELECT la.thread_id, la.tool_call_id "
+        f"(SELECT {sized_id_list(dialect.vendor, 'lr.id', 'lr.content')} FROM (SELECT la.thread_id, la.tool_call_id "
         f"FROM threadmem_toolargument la WHERE la.id = {arg_id} AND la.tool_call_id <> '' {dialect.fence}) c "
         "JOIN threadmem_message lr ON lr.thread_id = c.thread_id AND lr.tool_call_id = c.tool_call_id "
         f"WHERE lr.tool_call_id <> '' AND lr.role = %s AND {result_searchable} AND {result_scope})"

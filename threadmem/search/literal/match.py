@@ -1,61 +1,48 @@
-"""Which (term, field) pairs match: the match statements, as small rows newest first.
+"""Which (term, field) pairs match: the match statement, as small rows newest first.
 
-Each statement selects ids, metadata and a length bound per matching field
-(``MatchRow``); text leaves the database only in the windows of small fields
-that could be listed (``with_small_windows``). Which statement runs, and each
-term's branch, is the plan's choice (``plan.py``): this module writes it,
-deciding nothing and running nothing. It takes the fragments every branch
-needs once per statement (the dialect's, the scope's filters), writes the
-union of the branches (``union_sql``: a thread's are all here, the global
-scope's other kinds in ``branches.py``), and wraps it in the listing order.
+Each statement selects ids, metadata and a length bound per matching field;
+text leaves the database only in the windows of small fields that could be
+listed (``with_small_windows``). Which statement runs, and each term's
+branch, is the plan's choice (``plan.py``): this module writes it, deciding
+nothing and running nothing. It takes the fragments every branch needs once
+per statement (``Dialect.statement_sql``, ``filters.statement_filters``),
+writes one ``UNION ALL`` branch per term and field kind (``union_sql``), and
+wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
+
+* ``SCAN``: every row of the scope, a test no index serves; ``TRIGRAM``: the
+  trigram index (``Dialect.matches``). A thread's terms take only these.
+* A global scope's branches stop at SEARCH_COUNT_LIMIT + 1 rows, newest
+  first, and may also be:
+* ``TOKEN``: the fields the token index selects from exact posting lists,
+  sorted newest first on their small columns, each re-checked literally
+  until the limit (``token_branch``);
+* ``NEWEST``: the content tested newest first with no index;
+  ``SHARED_NEWEST``: one read of the newest messages (``nf``) shared by
+  several common words, since decompressing them is most of the cost
+  (``stream_sql``);
+* ``WINDOW``: the owner's newest messages first (``ow``,
+  ``filters.window_sql``), every searchable message of the scope from some
+  id on; the term's index branches then read only older messages, and only
+  while the window holds at most SEARCH_COUNT_LIMIT of its hits.
+
+Figures and reasons: docs/search.md ("The token index", "Common words share
+one read", "An owner's window").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from threadmem.lib.tokens import UNINDEXED_QUERY
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, hit_header
-from threadmem.search.hits import Candidate
-from threadmem.search.literal import branches
-from threadmem.search.literal.dialects import Dialect, StatementSql, like_contains
+from threadmem.search.bounded import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
+from threadmem.search.hits import candidate_columns
+from threadmem.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
 from threadmem.search.literal.filters import StatementFilters, statement_filters
 from threadmem.search.literal.plan import Branch, TermPlan, index_term_plans
 
-
-class MatchRow(NamedTuple):
-    """One row of a match statement, in ``with_small_windows``'s column order."""
-
-    term: int  # index into the query's terms
-    message_id: int
-    arg_id: int  # 0: the message content; else the ToolArgument id
-    path: str
-    min_chars: int | None
-    session_id: str
-    generation: int
-    role: str
-    position: int | None  # the term's first position (0: no longer matches); None: left to the windows statement
-    piece: str | None  # the window's characters when position > 0
-    link_tool: str | list[str | None] | None  # with a window: the tool and other half (hits.link_of)
-    link_ids: str | None
-    link_arguments: str | None
-
-    def candidate(self) -> Candidate:
-        return Candidate(
-            term=self.term,
-            message_id=self.message_id,
-            arg_id=self.arg_id,
-            path=self.path,
-            min_chars=int(self.min_chars or 0),
-            session_id=self.session_id,
-            generation=self.generation,
-            role=self.role,
-        )
-
-
-def match_rows(rows: Sequence[Sequence[Any]]) -> list[MatchRow]:
-    return [MatchRow._make(row) for row in rows]
+Sql = tuple[str, list[Any]]
 
 
 def index_match_sql(
@@ -69,12 +56,8 @@ def index_match_sql(
     planned: Sequence[TermPlan] | None = None,
     described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope through the indexes, each term as ``planned`` says
-    (default: ``plan.index_term_plans``, with the owner's window when ``window``).
-
-    ``spelled`` maps a term's index to the thread's spelling of it
-    (``spellings``), tried in content before the regex.
-    """
+    """Every (term, field) match in the scope through the indexes, each term as ``planned`` says (default:
+    ``plan.index_term_plans``, with the owner's window when ``window``); ``spelled``: as ``union_sql``."""
     if planned is None:
         planned = index_term_plans(scope, terms, dialect, window=window)
     return _match_sql(scope, planned, dialect, spelled=spelled, start=start, described_max_chars=described_max_chars)
@@ -102,15 +85,11 @@ def _match_sql(
     start: tuple[int, int, int] | None,
     described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope, each term's branches written as its ``TermPlan.branch`` says
-    (``union_sql``), in listing order with the small fields' windows.
-
-    The fragments every branch takes come once per statement: the dialect's
-    (``Dialect.statement_sql``) and the filters (``statement_filters``).
-    """
+    """Every (term, field) match in the scope, each term's branches as its ``TermPlan.branch`` says, in listing
+    order with the small fields' windows."""
     terms = [term.term for term in planned]
     sql = dialect.statement_sql(terms, narrow=not scope.is_global)
-    filters = statement_filters(scope, dialect)
+    filters = statement_filters(scope, dialect, window=any(term.branch == Branch.WINDOW for term in planned))
     matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
     return with_small_windows(
         matches,
@@ -153,46 +132,35 @@ def union_sql(
     *,
     spelled: Mapping[int, str] | None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) branch of the plan, ``UNION ALL``, with the CTEs they read first.
-
-    One branch per term and field kind, one indexable condition evaluated
-    once per row: ``SCAN`` and ``TRIGRAM`` are written here (``Dialect.scan_matches``,
-    which no index serves, or ``Dialect.matches``), and in a thread they are
-    all there is. The global scope's branches stop at SEARCH_COUNT_LIMIT + 1
-    rows, newest first, a term's argument branch reading no message older
-    than its content branch's last row; its other kinds (the token index,
-    newest first, an owner's window) are ``branches.py``'s. ``spelled`` maps a
-    term's index to the thread's spelling of it (``spellings``), tried in
-    content before the regex.
-    """
+    """Every (term, field) branch of the plan, ``UNION ALL``, with the CTEs they read first (the module docstring
+    names the kinds). ``spelled`` maps a term's index to the thread's spelling of it (``spellings``), tried in
+    content before the regex."""
     limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
     searchable, searchable_params = filters.searchable
     scopes = {"content": filters.content, "argument": filters.argument}
     listed = {kind: columns.format(min_chars=sql.min_chars[column]) for kind, column, columns, *_ in _FIELD_KINDS}
-    ctes = branches.global_ctes(scope, planned, sql, filters, listed["content"]) if scope.is_global else []
+    ctes = global_ctes(planned, sql, filters, listed["content"]) if scope.is_global else []
     selects: list[str] = []
     params: list[Any] = []
     for index, term in enumerate(planned):
         fragments = sql.terms[index]
         if term.branch == Branch.WINDOW:
-            ctes += branches.term_window_sql(index, fragments, **listed)
+            ctes += term_window_sql(index, fragments, **listed)
             selects.append(f"SELECT * FROM w{index}")
         for kind, column, _columns, rows, order in _FIELD_KINDS:
             where, where_params = scopes[kind]
             if term.branch == Branch.WINDOW:
-                where = f"{where} AND {branches.before_window_sql(index)}"
+                where = f"{where} AND {before_window_sql(index)}"
             if kind == "argument" and limit:
                 bound = not_older_than_content_sql(index, indexed=term.branch != Branch.TOKEN)
                 where = f"{where} AND {bound}"
             where, where_params = f"{where} AND {searchable}", [*where_params, *searchable_params]
             if term.branch == Branch.TOKEN:
-                branch, branch_params = branches.token_branch(
+                branch, branch_params = token_branch(
                     index, kind, term.query, fragments.scans[column], listed[kind], where, where_params, limit
                 )
             elif kind == "content" and term.branch == Branch.SHARED_NEWEST:
-                branch, branch_params = branches.streamed_branch(
-                    index, fragments, listed[kind], where, where_params, limit
-                )
+                branch, branch_params = streamed_branch(index, fragments, listed[kind], where, where_params, limit)
             else:
                 scanned = term.branch == Branch.SCAN or (kind == "content" and term.branch == Branch.NEWEST)
                 match, pattern = fragments.scans[column] if scanned else fragments.matches[column]
@@ -221,19 +189,11 @@ def union_sql(
 
 def not_older_than_content_sql(index: int, *, indexed: bool) -> str:
     """What a global term's argument branch adds to its WHERE: no message older than its content branch's last row
-    when that branch reached the limit.
+    once that branch reached the limit (a term lists its newest fields, a message's content before its arguments,
+    so such an argument is never among them: a common word's argument branch stops where its content did).
 
-    A term lists its first SEARCH_COUNT_LIMIT + 1 fields, newest message first
-    and a message's content before its arguments: once the content branch
-    holds that many, an argument of an older message is never among them.
-    A common word's argument branch then stops where its content did instead
-    of reading arguments back until its own hundred-and-first hit.
-
-    ``indexed``: the bound may narrow the trigram index's candidates through
-    the (message id) index, before their costly re-check. A token branch's
-    posting list is exact and short; ANDed with that range (tens of thousands
-    of ids on a large store) it costs more than it saves, so there the bound
-    only filters the candidates (docs/search.md).
+    ``indexed``: the bound may narrow the trigram index's candidates through the (message id) index before their
+    costly re-check; a token branch's exact, short posting list only filters by it (docs/search.md).
     """
     message_id = "a.message_id" if indexed else "(a.message_id + 0)"
     return (
@@ -245,11 +205,6 @@ def not_older_than_content_sql(index: int, *, indexed: bool) -> str:
 # A field this small (Dialect.min_chars) gets its window with the match
 # (with_small_windows): on PostgreSQL at most 2 KB, stored in the row itself.
 SMALL_FIELD_CHARS = 500
-# The fewest characters of a hit's header line (message id, generation and
-# session id of one character, no role, the shortest field name).
-_HEADER_CHARS_AT_LEAST = len(
-    hit_header(Candidate(term=0, message_id=0, arg_id=0, path="", min_chars=0, session_id="", generation=0, role=""))
-)
 
 
 def with_small_windows(
@@ -264,32 +219,26 @@ def with_small_windows(
     filters: StatementFilters | None = None,
     described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
-    """The rows of ``matches`` in listing order, with the window of each small field that could be listed.
+    """The rows of ``matches`` (the match columns, ``CONTENT_COLUMNS``) in listing order, then two columns
+    ``listing.MatchRow`` names: the term's position and the window's characters, or NULL for a row left to the
+    windows statement, and the link columns of a row with a window (``StatementFilters.links``).
 
-    ``matches`` selects the match columns (``CONTENT_COLUMNS``); ``MatchRow`` names them all. Two columns
-    follow them: the term's position in the field and the window's
-    characters (``windows.windows``), or NULL for a row left to the windows
-    statement. A row gets them when its field is small (``min_chars`` at most
-    SMALL_FIELD_CHARS: on PostgreSQL 2 KB, text that sits in the row itself)
-    and the entries before it in its term, each at the fewest characters
-    ``fields_to_window`` could count for it, leave room under the literal
-    cap: every field that walk can reach, and a few more. When every field
-    the listing needs is such a field, as it is for most rare terms, the
-    windows statement does not run: one statement less.
-    A large field is left to that statement, which cuts in listing order and
-    stops at the cap, instead of being read here on the chance of a listing.
+    A row gets its window here when its field is small (``min_chars`` at most
+    SMALL_FIELD_CHARS: on PostgreSQL text that sits in the row itself) and the
+    entries before it in its term, each at the fewest characters
+    ``fields_to_window`` could count, leave room under the cap. When every
+    field the listing needs is such a field, as for most rare terms, the
+    windows statement does not run; a large field is left to it, which stops
+    at the cap instead of reading on the chance of a listing.
 
-    ``start``: a later page's cursor (``cursor.listing_key``): only rows from
-    it on get windows, counted from it. Each row with a window also gets its
-    tool and other half (``StatementFilters.links``). ``described_max_chars``: the
-    cap of a described question's first page (``literal_search``), in force
-    when no row matches the whole query (term 0): the windows it cannot list
-    are not cut.
+    ``start``: a later page's cursor key: only rows from it on get windows,
+    counted from it. ``described_max_chars``: a described question's first
+    page's cap (``literal_search``) when no row matches the whole query.
     """
     # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
     sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
     filters = filters or statement_filters(scope, dialect)
-    cost = f"{_HEADER_CHARS_AT_LEAST} + {sql.least_window}"
+    cost = f"{HEADER_CHARS_AT_LEAST} + {sql.least_window}"
     rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
     terms_params: list[Any] = []
     for index, term in enumerate(terms):
@@ -340,3 +289,138 @@ def with_small_windows(
         *params,
         *filtered_params,
     ]
+
+
+# Older than every message when the window holds none.
+_NO_WINDOW = 2**63 - 1
+# Candidate's columns on the CTEs' aliases, the same for every statement.
+_WINDOW_COLUMNS = candidate_columns("c")
+_STREAM_COLUMNS = candidate_columns("x", term=False)
+_STREAMED_COLUMNS = candidate_columns("n", term=False)
+
+# Per field kind, a token branch's candidates (ids in listing order, read from the index and the rows' small
+# columns), the join back to the row, the order. The candidates are the fields whose lexemes the term asks for,
+# in the scope, then (UNION ALL) the fields too large to index, found alone and only then held to the scope: the
+# unindexed lexeme has no statistics, and ORed into the term's query it would make every term look common to the
+# planner. The fence (OFFSET 0) keeps the scope out of the unindexed fields' index scan, and each argument of
+# theirs finds its message by id (docs/search.md, "The token index").
+_TOKEN_KINDS = {
+    "content": (
+        "SELECT u.id FROM ("
+        "SELECT m.id FROM threadmem_message m WHERE {where} AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) "
+        "UNION ALL SELECT m.id FROM (SELECT * FROM threadmem_message x "
+        "WHERE threadmem_tokens(x.content) @@ CAST(%s AS tsquery) OFFSET 0) m WHERE {where}"
+        ") u ORDER BY u.id DESC OFFSET 0",
+        "JOIN threadmem_message m ON m.id = k.id",
+        "k.id DESC",
+    ),
+    "argument": (
+        "SELECT u.id, u.message_id FROM ("
+        "SELECT a.id, a.message_id FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
+        "WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) "
+        "UNION ALL SELECT a.id, a.message_id FROM (SELECT * FROM threadmem_toolargument x "
+        "WHERE threadmem_tokens(x.value) @@ CAST(%s AS tsquery) OFFSET 0) a "
+        "CROSS JOIN LATERAL (SELECT * FROM threadmem_message y WHERE y.id = a.message_id OFFSET 0) m WHERE {where}"
+        ") u ORDER BY u.message_id DESC, u.id OFFSET 0",
+        "JOIN threadmem_toolargument a ON a.id = k.id JOIN threadmem_message m ON m.id = k.message_id",
+        "k.message_id DESC, k.id",
+    ),
+}
+
+
+def global_ctes(planned: Sequence[TermPlan], sql: StatementSql, filters: StatementFilters, content: str) -> list[Sql]:
+    """The CTEs a global statement's branches read first: the owner's window (``ow``) when a term reads it, the
+    newest messages two or more common words share (``nf``). ``content``: the content branches' columns."""
+    ctes = [filters.window] if filters.window is not None else []
+    shared = [index for index, term in enumerate(planned) if term.branch == Branch.SHARED_NEWEST]
+    if shared:
+        where, where_params = filters.content
+        searchable, searchable_params = filters.searchable
+        scans = [sql.terms[index].scans["x.body"] for index in shared]
+        where, where_params = f"{where} AND {searchable}", [*where_params, *searchable_params]
+        ctes.append(stream_sql(shared, scans, content, where, where_params, planned[shared[0]].rows))
+    return ctes
+
+
+def token_branch(
+    index: int,
+    kind: str,
+    query: str | None,
+    recheck: tuple[str, Any],
+    columns: str,
+    where: str,
+    where_params: list[Any],
+    limit: int | None,
+) -> Sql:
+    """A term's ``TOKEN`` branch on field ``kind``: the fields the token index selects (``query``), in the scope
+    (``where``), newest first, each re-checked literally (``recheck``: the scan's condition and its parameter)
+    until ``limit``."""
+    candidates, join, order = _TOKEN_KINDS[kind]
+    test, needle = recheck
+    branch = (
+        f"SELECT {index} AS term, {columns} FROM ({candidates.format(where=where)}) k "
+        f"{join} WHERE {test} ORDER BY {order} LIMIT %s"
+    )
+    return branch, [*where_params, query, UNINDEXED_QUERY, *where_params, needle, limit]
+
+
+def stream_sql(
+    indexes: Sequence[int], scans: Sequence[tuple[str, Any]], columns: str, where: str, where_params: list, rows: int
+) -> Sql:
+    """The CTE ``nf``: the newest ``rows`` messages ``where`` admits, newest first: the content branches'
+    ``columns``, then a flag ``h<index>`` for each term at ``indexes`` (``scans``: its test on ``x.body``)."""
+    flags = [f"{test} AS h{index}" for index, (test, _) in zip(indexes, scans, strict=True)]
+    statement = (
+        # Not the text itself: the CTE keeps its rows in memory, and would spill the decompressed text to disk.
+        f"nf AS MATERIALIZED (SELECT {_STREAM_COLUMNS}, {', '.join(flags)} FROM ("
+        # content || '': the value decompressed once, for every term's test.
+        f"SELECT {columns}, m.content || '' AS body FROM threadmem_message m WHERE {where} "
+        "ORDER BY m.id DESC LIMIT %s) x)"
+    )
+    return statement, [*(needle for _, needle in scans), *where_params, rows]
+
+
+def streamed_branch(
+    index: int, fragments: TermSql, columns: str, where: str, where_params: list[Any], limit: int | None
+) -> Sql:
+    """A shared word's content branch: its hits in ``nf``, newest first, then in older messages: that read runs
+    only when ``nf`` held fewer than ``limit`` (the outer LIMIT stops the ``UNION ALL`` before it)."""
+    test, needle = fragments.scans["m.content"]
+    statement = (
+        f"SELECT * FROM (SELECT {index} AS term, {_STREAMED_COLUMNS} FROM nf n WHERE n.h{index} "
+        "UNION ALL "
+        f"SELECT * FROM (SELECT {index} AS term, {columns} FROM threadmem_message m WHERE {where} "
+        f"AND m.id < (SELECT min(o.message_id) FROM nf o) AND {test} ORDER BY m.id DESC LIMIT %s) older) s LIMIT %s"
+    )
+    return statement, [*where_params, needle, limit, limit]
+
+
+def term_window_sql(index: int, fragments: TermSql, *, content: str, argument: str) -> list[Sql]:
+    """The CTEs ``wc<index>`` and ``w<index>``: the term's newest hits in the window, in content, then content
+    and arguments (``content``/``argument``: the columns each selects), newest first up to the limit; arguments
+    only up to the content's last hit once it holds the limit (as ``not_older_than_content_sql``)."""
+    in_content, content_needle = fragments.scans["m.content"]
+    in_argument, argument_needle = fragments.scans["a.value"]
+    limit = SEARCH_COUNT_LIMIT + 1
+    in_window = (
+        f"wc{index} AS MATERIALIZED (SELECT {index} AS term, {content}, m.rn FROM ow m WHERE {in_content} LIMIT %s)"
+    )
+    rows_read = f"(SELECT max(c.rn) FROM wc{index} c HAVING count(*) > {SEARCH_COUNT_LIMIT})"
+    both = (
+        f"w{index} AS MATERIALIZED ("
+        f"SELECT {_WINDOW_COLUMNS} FROM wc{index} c "
+        "UNION ALL "
+        f"SELECT * FROM (SELECT {index} AS term, {argument} FROM (SELECT * FROM ow LIMIT {rows_read}) m "
+        "CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id ORDER BY x.id "
+        "OFFSET 0) a "
+        f"WHERE {in_argument} LIMIT %s) a)"
+    )
+    return [(in_window, [content_needle, limit]), (both, [argument_needle, limit])]
+
+
+def before_window_sql(index: int) -> str:
+    """What a term's index branch adds to its WHERE: messages older than the window, and only while it lacks hits."""
+    return (
+        f"m.id < (SELECT coalesce(min(o.id), {_NO_WINDOW}) FROM ow o) "
+        f"AND (SELECT count(*) FROM w{index}) <= {SEARCH_COUNT_LIMIT}"
+    )

@@ -11,7 +11,7 @@ a word the index's statistics call common, ``database.common_words``).
 
 A thread's count is always exact; a global search on PostgreSQL answers
 within about the sum of two time budgets, whatever the terms, each scaled by
-the machine's load (``budget.py``).
+the machine's load (``within_budget``).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class SearchTuning:
 
     index_budget_ms: int
     recent_budget_ms: int
-    budget_scale_max: int  # the global budgets' most multiple under load (budget.py)
+    budget_scale_max: int  # the global budgets' most multiple under load (within_budget)
     db_cpus: int
     thread_scan_bytes: int
     spelling_sample_bytes: int
@@ -280,7 +280,7 @@ def stream_rows(shares: Iterable[float]) -> int:
 
     Decompressing the newest messages is most of what a common word's
     newest-first branch costs, so two or more such words share one read
-    (``branches.py``, ``nf``). It has an end so that the planner reads the id
+    (``match.py``, ``nf``). It has an end so that the planner reads the id
     index backwards instead of the whole table and a sort; a word short of
     hits there goes on in the older messages, so the hits are the same.
     """

@@ -24,13 +24,14 @@ import re
 from dataclasses import dataclass, replace
 
 from django.conf import settings
+from django.db import connection
 
 from threadmem import llm
 from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
-from threadmem.search.literal import plan
+from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked import keyword, neighbours, vectors
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
@@ -157,7 +158,7 @@ def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: fl
 def with_details(hits: list[Hit]) -> list[Ranked]:
     """The hits with their pieces' details (one statement for those the rankings did not read), in order."""
     wanted = [hit.chunk_id for hit in hits if hit.match is None]
-    rows = retrieve.detail_rows(*plan.dialect().in_ids("c.id", wanted)) if wanted else []
+    rows = retrieve.detail_rows(*in_ids(connection.vendor, "c.id", wanted)) if wanted else []
     read = {row[0]: row[1:] for row in rows}
     ranked = []
     for hit in hits:

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from django.db import connection
+
 from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
-from threadmem.search.literal import plan
+from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces
 
 NEIGHBOURS_OF = 10
@@ -53,9 +55,8 @@ def _first_pieces(
     seqs = sorted({seq for _, seq in wanted})
     order = ("message_id", "field", "start")  # "content" sorts before "tool_args.…"
     if held is not None:
-        dialect = plan.dialect()
-        in_threads, threads_params = dialect.in_ids("m.thread_id", threads)
-        in_seqs, seqs_params = dialect.in_ids("m.seq", seqs)
+        in_threads, threads_params = in_ids(connection.vendor, "m.thread_id", threads)
+        in_seqs, seqs_params = in_ids(connection.vendor, "m.seq", seqs)
         rows = retrieve.detail_rows(
             f"c.model = %s AND {in_threads} AND {in_seqs}",
             [model, *threads_params, *seqs_params],

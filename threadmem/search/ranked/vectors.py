@@ -28,7 +28,7 @@ from django.db import connection
 from threadmem.fields import FLOAT32
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
-from threadmem.search.literal import plan
+from threadmem.search.literal.filters import in_subquery
 
 CACHE_MAX_PIECES = 20_000
 # Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).
@@ -71,7 +71,7 @@ def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     # reads every piece (vectors inline, ~1.5 KB a row) to hash them (docs/search.md). Unordered, so that a large
     # scope stops at the limit instead of sorting every piece first.
     messages, messages_params = scope.messages().order_by().values("id").query.sql_with_params()
-    in_scope = plan.dialect().in_subquery("message_id", messages)
+    in_scope = in_subquery(connection.vendor, "message_id", messages)
     sql = f"SELECT id FROM threadmem_chunk WHERE model = %s AND {in_scope} LIMIT %s"
     params = (model, *messages_params, CACHE_MAX_PIECES + 1)
     with connection.cursor() as cursor:
