@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from threadmem.lib.tokens import UNINDEXED_QUERY
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
+from threadmem.search.database import UNINDEXED_QUERY
 from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import StatementSql, TermSql
 from threadmem.search.literal.filters import StatementFilters, searchable_sql
