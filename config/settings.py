@@ -294,7 +294,7 @@ THREADMEM_MCP_STRUCTURED_CONTENT = env_bool("THREADMEM_MCP_STRUCTURED_CONTENT", 
 # (below a scan's real rate, docs/search.md: the default leaves the index room).
 THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 400_000, minimum=1)
 # PostgreSQL: narrow a global search with the token indexes (migration 0014)
-# where a term allows it (threadmem/lib/tokens.py); off for comparison.
+# where a term allows it (threadmem/search/database/); off for comparison.
 THREADMEM_SEARCH_TOKENS = env_bool("THREADMEM_SEARCH_TOKENS", True)
 # Thread search on PostgreSQL: "scan" or "index" forces the match path for
 # measuring one against the other; "auto" chooses by THREADMEM_SEARCH_THREAD_SCAN_BYTES.

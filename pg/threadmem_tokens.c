@@ -15,7 +15,7 @@
  * reach UNINDEXED_BYTES (a tsvector holds at most 1 MB of them) is the one
  * lexeme "!all" instead, which every token query also asks for.
  *
- * threadmem.lib.tokens.field_tokens is the reference; a test holds the two
+ * threadmem.search.database.field_tokens is the reference; a test holds the two
  * equal.
  */
 #include "postgres.h"

@@ -14,10 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.factories import append, make_thread
 from tests.support.sessions import data_dir
 from threadmem.imports.service import import_paths
-from threadmem.lib.tokens import word_lexeme
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import common_words, forget_common_words
+from threadmem.search.database import common_words, forget_common_words, word_lexeme
 from threadmem.search.literal import plan
 from threadmem.search.literal.plan import newest_first_terms
 

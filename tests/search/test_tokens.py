@@ -1,4 +1,4 @@
-"""The token index (migration 0014, threadmem/lib/tokens.py): a global search narrowed per term, never missing a hit."""
+"""The token index (migration 0014, search/database/): a global search narrowed per term, never missing a hit."""
 
 from __future__ import annotations
 
@@ -21,16 +21,19 @@ from tests.support.sessions import LONG, data_dir
 from threadmem import services
 from threadmem.imports.service import import_paths
 from threadmem.lib.terms import query_terms
-from threadmem.lib.tokens import TOKEN_CHARS, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
 from threadmem.models import Message, ToolArgument
 from threadmem.search import search_memory
 from threadmem.search.database import (
+    TOKEN_CHARS,
     TOKEN_INDEXES,
     TOKENS_VERSION,
+    UNINDEXED_BYTES,
+    UNINDEXED_TOKEN,
+    field_tokens,
     forget_probe,
-    token_indexes_create,
-    token_indexes_drop,
+    token_query,
 )
+from threadmem.search.database.token_index import token_indexes_create, token_indexes_drop
 from threadmem.search.literal import plan
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from django.db import migrations
 
-from threadmem.search.database import move_token_indexes
+from threadmem.search.database.token_index import move_token_indexes
 
 
 def forward(apps, schema_editor):

@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from threadmem.lib.tokens import UNINDEXED_QUERY
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
+from threadmem.search.database import TOKEN_CANDIDATES, UNINDEXED_QUERY
 from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
 from threadmem.search.literal.filters import StatementFilters, statement_filters
@@ -298,35 +298,6 @@ _WINDOW_COLUMNS = candidate_columns("c")
 _STREAM_COLUMNS = candidate_columns("x", term=False)
 _STREAMED_COLUMNS = candidate_columns("n", term=False)
 
-# Per field kind, a token branch's candidates (ids in listing order, read from the index and the rows' small
-# columns), the join back to the row, the order. The candidates are the fields whose lexemes the term asks for,
-# in the scope, then (UNION ALL) the fields too large to index, found alone and only then held to the scope: the
-# unindexed lexeme has no statistics, and ORed into the term's query it would make every term look common to the
-# planner. The fence (OFFSET 0) keeps the scope out of the unindexed fields' index scan, and each argument of
-# theirs finds its message by id (docs/search.md, "The token index").
-_TOKEN_KINDS = {
-    "content": (
-        "SELECT u.id FROM ("
-        "SELECT m.id FROM threadmem_message m WHERE {where} AND threadmem_tokens(m.content) @@ CAST(%s AS tsquery) "
-        "UNION ALL SELECT m.id FROM (SELECT * FROM threadmem_message x "
-        "WHERE threadmem_tokens(x.content) @@ CAST(%s AS tsquery) OFFSET 0) m WHERE {where}"
-        ") u ORDER BY u.id DESC OFFSET 0",
-        "JOIN threadmem_message m ON m.id = k.id",
-        "k.id DESC",
-    ),
-    "argument": (
-        "SELECT u.id, u.message_id FROM ("
-        "SELECT a.id, a.message_id FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id "
-        "WHERE {where} AND threadmem_tokens(a.value) @@ CAST(%s AS tsquery) "
-        "UNION ALL SELECT a.id, a.message_id FROM (SELECT * FROM threadmem_toolargument x "
-        "WHERE threadmem_tokens(x.value) @@ CAST(%s AS tsquery) OFFSET 0) a "
-        "CROSS JOIN LATERAL (SELECT * FROM threadmem_message y WHERE y.id = a.message_id OFFSET 0) m WHERE {where}"
-        ") u ORDER BY u.message_id DESC, u.id OFFSET 0",
-        "JOIN threadmem_toolargument a ON a.id = k.id JOIN threadmem_message m ON m.id = k.message_id",
-        "k.message_id DESC, k.id",
-    ),
-}
-
 
 def global_ctes(planned: Sequence[TermPlan], sql: StatementSql, filters: StatementFilters, content: str) -> list[Sql]:
     """The CTEs a global statement's branches read first: the owner's window (``ow``) when a term reads it, the
@@ -355,7 +326,7 @@ def token_branch(
     """A term's ``TOKEN`` branch on field ``kind``: the fields the token index selects (``query``), in the scope
     (``where``), newest first, each re-checked literally (``recheck``: the scan's condition and its parameter)
     until ``limit``."""
-    candidates, join, order = _TOKEN_KINDS[kind]
+    candidates, join, order = TOKEN_CANDIDATES[kind]
     test, needle = recheck
     branch = (
         f"SELECT {index} AS term, {columns} FROM ({candidates.format(where=where)}) k "

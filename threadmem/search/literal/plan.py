@@ -6,8 +6,8 @@ The plan resolves its inputs itself, once per search, and carries them as
 data: the THREADMEM_SEARCH_* knobs (``SearchTuning``, read here and nowhere
 else), the database's capabilities as those knobs use them (``dialect``,
 probed by ``database.capabilities``) and, in the global scope, what the token
-index can tell of each term (``lib/tokens.py``: its tsquery, or whether it is
-a word the index's statistics call common, ``database.common_words``).
+index can tell of each term (``database.term_tokens``: its tsquery, or its
+share of fields when it is a word the index's statistics call common).
 
 A thread's count is always exact; a global search on PostgreSQL answers
 within about the sum of two time budgets, whatever the terms, each scaled by
@@ -24,10 +24,9 @@ from enum import StrEnum
 from django.conf import settings
 from django.db import connection
 
-from threadmem.lib.tokens import TermTokens, term_tokens
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import capabilities, common_words
+from threadmem.search.database import TermTokens, capabilities, term_tokens
 from threadmem.search.literal.dialects import Dialect, PostgresDialect, SqliteDialect
 
 # More threads than this: one lookup each would cost more than the owner's window saves (match.py, "An owner's
@@ -123,7 +122,7 @@ class Branch(StrEnum):
 
     SCAN = "scan"  # every row of the scope, with a test no index serves
     TRIGRAM = "trigram index"
-    TOKEN = "token index"  # exact posting lists (lib/tokens.py), re-checked newest first
+    TOKEN = "token index"  # exact posting lists (database.token_query), re-checked newest first
     NEWEST = "newest first"  # a common word's content, newest first with no index (newest_first_terms)
     SHARED_NEWEST = "shared newest first"  # the same, one read shared by two or more such words (stream_rows)
     WINDOW = "owner's window, then trigram index"  # has_owner_window
@@ -202,7 +201,7 @@ def has_owner_window(scope: SearchScope) -> bool:
 
 def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTuning | None = None) -> SearchPlan:
     """The whole plan, its inputs resolved here (``tuning``: the settings' unless given). A global index plan
-    reads the token index's statistics here, before the match statement (``database.common_words``: on the
+    reads the token index's statistics here, before the match statement (``database.term_tokens``: on the
     driver's cursor, at most once a minute per connection)."""
     tuning = tuning or SearchTuning.from_settings()
     resolved = dialect(tuning)
@@ -229,8 +228,12 @@ def index_term_plans(
     """
     if not scope.is_global:
         return tuple(TermPlan(term, Branch.TRIGRAM, "large thread: the trigram index narrows") for term in terms)
-    told = term_tokens(terms) if dialect.has_tokens else [TermTokens(None, None)] * len(terms)
-    shares = _common_shares(told) if scope.readable_thread_ids is None else {}
+    told = (
+        term_tokens(terms, shares=scope.readable_thread_ids is None)
+        if dialect.has_tokens
+        else [TermTokens(None, None, None)] * len(terms)
+    )
+    shares = _common_shares(told)
     rows = stream_rows(shares.values()) if len(shares) > 1 else None
     planned = []
     for index, term in enumerate(terms):
@@ -265,14 +268,12 @@ def newest_first_terms(terms: Sequence[str], dialect: Dialect) -> frozenset[int]
     """
     if not dialect.has_tokens:
         return frozenset()
-    return frozenset(_common_shares(term_tokens(terms)))
+    return frozenset(_common_shares(term_tokens(terms, shares=True)))
 
 
 def _common_shares(told: Sequence[TermTokens]) -> dict[int, float]:
     """The terms that are words the statistics call common, by index: their shares of the fields."""
-    words = {index: tokens.word for index, tokens in enumerate(told) if tokens.word is not None}
-    common = common_words() if words else {}
-    return {index: common[word] for index, word in words.items() if word in common}
+    return {index: tokens.share for index, tokens in enumerate(told) if tokens.share is not None}
 
 
 def stream_rows(shares: Iterable[float]) -> int:
