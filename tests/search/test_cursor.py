@@ -55,7 +55,7 @@ def test_paging_lists_every_hit_once_in_order_with_the_true_count_on_every_page(
     owner, busy, scope, settings, monkeypatch
 ):
     if scope == "global-window":
-        # An owner's newest messages first (literal/filters.py, window_sql): a window of 7 messages, the rest from the indexes.
+        # An owner's newest messages first (filters.window_sql): a window of 7 messages, the rest from the indexes.
         if connection.vendor != "postgresql":
             pytest.skip("the owner's window is the PostgreSQL plan's")
         settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match", "li
 
 @pytest.fixture(params=["function", "inline"] if connection.vendor == "postgresql" else ["inline"])
 def link_form(request, monkeypatch):
-    """PostgreSQL looks links up with threadmem_hit_link (literal/link_function.py); the inline SQL must answer the same."""
+    """PostgreSQL looks links up with threadmem_hit_link (literal/link_function.py); the inline SQL answers the same."""
     fields = [field.name for field in dataclasses.fields(database.DatabaseCapabilities)][1:]  # _probe's, in order
     link = fields.index("link_function")
     if request.param == "inline":

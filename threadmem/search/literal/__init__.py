@@ -163,10 +163,11 @@ def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str
 # statement, in one round trip. A global search's index path may take
 # SearchTuning.index_budget_ms before it falls back to the newest messages
 # for recent_budget_ms (a term whose trigrams are all common leaves the
-# trigram index thousands of large rows to re-check: docs/search.md, "The
-# plan"). Those are an idle machine's milliseconds: a saturated one shares
-# its cores, so a global statement's timeout is its budget times the load,
-# capped at budget_scale_max times (docs/search.md, "Under load").
+# trigram index thousands of large rows to re-check:
+# docs/search.md, "The plan"). Those are an idle machine's milliseconds: a
+# saturated one shares its cores, so a global statement's timeout is its
+# budget times the load, capped at budget_scale_max times
+# (docs/search.md, "Under load").
 
 
 def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:
