@@ -277,7 +277,7 @@ def token_query(term: str) -> str | None:
     ``'kaberp-170' & '071.inte'``: what the term's links and whole runs ask
     of a field (the token grammar above). A field too large to index holds
     ``UNINDEXED_QUERY``'s one lexeme instead, and can hold any term: search
-    asks for those fields apart (``literal/branches.py``).
+    asks for those fields apart (``TOKEN_CANDIDATES``).
     Exact lexemes come alone when there are any: a prefix makes the index
     read every lexeme that starts with it, with all their fields, where an
     exact one skips through its list. A lexeme holds letters, digits, ``|``
