@@ -1,5 +1,7 @@
 """What every literal statement takes from the scope, as SQL: which messages it may show, the scope's threads,
-search_memory's filters, and a hit's other half looked up under the same rules.
+search_memory's filters, an owner's newest messages (``window_sql``), and a hit's other half looked up under the
+same rules. Where the two databases spell a set or a list of ids differently, both spellings are here (``in_ids``,
+``in_subquery``, ``sized_id_list``); how each matches a term is ``dialects.py``'s.
 
 ``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL and
 ``scope_sql`` is ``SearchScope.q`` as SQL; tests/search/test_filters.py holds
