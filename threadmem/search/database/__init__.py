@@ -53,12 +53,13 @@ TOKEN_INDEXES = (
 TOKEN_INDEX_NAMES = tuple(name for name, _, _ in TOKEN_INDEXES)
 
 # Per field kind, a token branch's candidates (``match.token_branch``): ids in listing order, read from the index
-# and the rows' small columns, the join back to the row, the order; written here with the indexes' expressions,
-# which they must repeat to use them. The candidates are the fields whose lexemes the term asks for, in the scope,
-# then (UNION ALL) the fields too large to index, found alone and only then held to the scope: the unindexed
-# lexeme has no statistics, and ORed into the term's query it would make every term look common to the planner.
-# The fence (OFFSET 0) keeps the scope out of the unindexed fields' index scan, and each argument of theirs finds
-# its message by id (docs/search.md, "The token index").
+# and the rows' small columns, the join back to the row, the order. Beside TOKEN_INDEXES because they must repeat
+# the indexes' expression (``threadmem_tokens(column)``, as token_index.py creates them) to use them. The
+# candidates are the fields whose lexemes the term asks for, in the scope, then (UNION ALL) the fields too large
+# to index, found alone and only then held to the scope: the unindexed lexeme has no statistics, and ORed into
+# the term's query it would make every term look common to the planner. The fence (OFFSET 0) keeps the scope out
+# of the unindexed fields' index scan, and each argument of theirs finds its message by id
+# (docs/search.md, "The token index").
 TOKEN_CANDIDATES = {
     "content": (
         "SELECT u.id FROM ("
@@ -100,7 +101,7 @@ PROBE_SECONDS = 60.0
 
 @dataclass(frozen=True)
 class DatabaseCapabilities:
-    """What the database offers search, whatever the settings make of it (``dialects.dialect`` applies them)."""
+    """What the database offers search, whatever the settings make of it (``plan.dialect`` applies them)."""
 
     vendor: str
     trigram_ops: bool = False  # threadmem_search's operator class serves both trigram indexes

@@ -43,7 +43,7 @@ class Dialect:
     vendor = ""
     has_extension = False  # PostgreSQL with threadmem's extension threadmem_search (PostgresDialect)
     has_tokens = False  # PostgreSQL with the token indexes of migration 0014 (PostgresDialect)
-    has_link_function = False  # PostgreSQL with threadmem_hit_link (filters.py, created after migrations)
+    has_link_function = False  # PostgreSQL with threadmem_hit_link (link_function.py, created after migrations)
 
     def pattern(self, term: str) -> str:
         raise NotImplementedError
@@ -100,8 +100,7 @@ class Dialect:
         """Make the connection ready for the statements below."""
 
     def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
-        """Every fragment a match statement takes from the dialect, in one call (``match.py``
-        writes the rest)."""
+        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
         patterns = self.patterns(terms)
         return StatementSql(
             [self.term_sql(term, pattern, narrow=narrow) for term, pattern in zip(terms, patterns, strict=True)],
@@ -246,9 +245,8 @@ class SqliteDialect(Dialect):
 
     def term_sql(self, term: str, pattern: str, *, narrow: bool) -> TermSql:
         # Every condition is the same function over the folded term, folded once (``patterns``).
-        folded = pattern
-        matches = {column: (self._finds(column), folded) for column in MATCHED_COLUMNS}
-        return TermSql(folded, None, matches, {column: (self._finds(column), folded) for column in SCANNED_COLUMNS})
+        matches = {column: (self._finds(column), pattern) for column in MATCHED_COLUMNS}
+        return TermSql(pattern, None, matches, {column: (self._finds(column), pattern) for column in SCANNED_COLUMNS})
 
     @staticmethod
     def _finds(column: str) -> str:
