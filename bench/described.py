@@ -25,6 +25,13 @@ Modes (``--modes``): ``default`` (the configuration a fresh install runs),
 default configuration), ``literal`` and ``literal-rarest3`` (no ranked lane:
 the answer before contract §12). Tune on the first five conversations (file
 order); the targets are read on the held-out last five.
+
+Scopes (``--scope``): ``thread`` asks each question with its conversation's
+channel; ``global`` asks it without a channel, over every thread of the one
+owner: the ten conversations and, as the other sessions a user has, the real
+Claude Code sessions of ``--sessions`` (default ../shared/data/claude-code,
+skipped when absent). A global answer counts an evidence turn found the same
+way; ``out`` is how many answers said the ranked lane ran out of its budget.
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ MODES = ("default", "keyword", "meaning", "rarest3", "literal", "literal-rarest3
 WORD = re.compile(r"[\w'-]+")
 DIA_ID = re.compile(r"D\d+:\d+")
 TARGET = 70.0
+SCOPES = ("thread", "global")
+OUT_OF_TIME = "did not answer within"
+SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude-code"
 
 
 @dataclass
@@ -62,6 +72,7 @@ class Stats:
     messages: list[int] = field(default_factory=list)
     chars: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
+    out_of_time: int = 0
 
     def add(self, other: Stats) -> None:
         self.questions += other.questions
@@ -70,17 +81,19 @@ class Stats:
         self.messages += other.messages
         self.chars += other.chars
         self.ms += other.ms
+        self.out_of_time += other.out_of_time
 
     def line(self, label: str) -> str:
         if not self.questions:
             return f"{label:<34} (no questions)"
         ms = sorted(self.ms)
         p95 = ms[min(len(ms) - 1, int(len(ms) * 0.95))]
+        p99 = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
         return (
             f"{label:<34} {self.questions:>4} q {self.evidence:>4} ev  "
             f"found {100 * self.found / self.evidence:5.1f} %  "
             f"{statistics.mean(self.messages):5.1f} msgs {statistics.mean(self.chars):7.0f} chars  "
-            f"p50 {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms"
+            f"p50 {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms  p99 {p99:6.1f} ms  out {self.out_of_time}"
         )
 
 
@@ -151,6 +164,19 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
     return ids
 
 
+def load_sessions(user, data: Path) -> list[str]:
+    """The real agent sessions as more threads of the same owner (imported once; reruns reuse them)."""
+    from threadmem.embeddings import tasks
+    from threadmem.imports.service import import_paths
+
+    paths = sorted(p for p in data.glob("*.jsonl") if p.is_file()) if data.is_dir() else []
+    if not paths:
+        return []
+    report = import_paths(paths=paths, fmt="claude-code", owner=user)
+    tasks.wait_for_background(timeout=600)
+    return report.channels
+
+
 def rarest(question: str, frequency: dict[str, int], count: int) -> str:
     words = list(dict.fromkeys(w.strip("'-") for w in WORD.findall(question)))
     words = [w for w in words if len(w) >= 3]
@@ -178,7 +204,9 @@ def provider_for(mode: str):
     return None
 
 
-def ask(user, channel: str, sample: dict, ids: dict[str, int], mode: str, frequency: dict[str, int]) -> Stats:
+def ask(
+    user, channel: str, sample: dict, ids: dict[str, int], mode: str, frequency: dict[str, int], *, scope: str
+) -> Stats:
     from threadmem.search import search_memory
 
     stats = Stats()
@@ -192,7 +220,7 @@ def ask(user, channel: str, sample: dict, ids: dict[str, int], mode: str, freque
         if mode.endswith("rarest3"):
             query = rarest(query, frequency, 3)
         started = time.perf_counter()
-        text = search_memory(user=user, query=query, channel=channel).text
+        text = search_memory(user=user, query=query, channel=channel if scope == "thread" else None).text
         stats.ms.append(1000 * (time.perf_counter() - started))
         listed = {int(m) for m in re.findall(r"^--- messageId=(\d+)", text, flags=re.M)}
         stats.questions += 1
@@ -200,6 +228,7 @@ def ask(user, channel: str, sample: dict, ids: dict[str, int], mode: str, freque
         stats.found += sum(1 for e in evidence if e in listed)
         stats.messages.append(len(listed))
         stats.chars.append(len(text))
+        stats.out_of_time += OUT_OF_TIME in text
     return stats
 
 
@@ -208,6 +237,8 @@ def main() -> None:
     parser.add_argument("locomo", type=Path, help="LoCoMo's data/locomo10.json (github.com/snap-research/LoCoMo)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--half", choices=("tune", "held-out", "both"), default="both")
+    parser.add_argument("--scope", choices=(*SCOPES, "both"), default="both", help="asked in its thread, globally")
+    parser.add_argument("--sessions", type=Path, default=SESSIONS, help="agent sessions: more threads of the owner")
     args = parser.parse_args()
     if not args.locomo.is_file():
         raise SystemExit(
@@ -215,17 +246,23 @@ def main() -> None:
             "(CC BY-NC 4.0; never commit it) and pass its path: make bench-described LOCOMO=/path/to/locomo10.json"
         )
     django.setup()
+    import logging
+
+    logging.getLogger("threadmem.search.semantic").setLevel(logging.ERROR)  # the answers count the lane out of time
     from threadmem.search.semantic import provider_installed
 
     samples = json.loads(args.locomo.read_text())
     user = setup(args.locomo)
+    sessions = load_sessions(user, args.sessions)
     ids = load(user, samples)
+    scopes = [scope for scope in SCOPES if args.scope in ("both", scope)]
+    print(f"one owner: {len(samples)} conversations and {len(sessions)} agent sessions, each a thread")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for half, part in HALVES:
         if args.half not in ("both", half):
             continue
         print(f"\n== {half} half: conversations {part.start + 1}-{part.stop} ==")
-        for mode in modes:
+        for scope, mode in ((scope, mode) for scope in scopes for mode in modes):
             by_category: dict[int, Stats] = defaultdict(Stats)
             whole = Stats()
             provider = provider_for(mode)
@@ -235,13 +272,13 @@ def main() -> None:
                 for category in CATEGORIES:
                     one = {**sample, "qa": [qa for qa in sample["qa"] if qa.get("category") == category]}
                     if provider is None:
-                        stats = ask(user, channel, one, ids[channel], mode, frequency)
+                        stats = ask(user, channel, one, ids[channel], mode, frequency, scope=scope)
                     else:
                         with provider_installed(provider):
-                            stats = ask(user, channel, one, ids[channel], mode, frequency)
+                            stats = ask(user, channel, one, ids[channel], mode, frequency, scope=scope)
                     by_category[category].add(stats)
                     whole.add(stats)
-            print(whole.line(f"{mode}"))
+            print(whole.line(f"{scope} {mode}"))
             for category, name in CATEGORIES.items():
                 print(by_category[category].line(f"  {category} {name}"))
     print(f"\n{DRAGON}")

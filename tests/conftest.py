@@ -47,11 +47,13 @@ def _report_open_sessions() -> None:
 
 @pytest.fixture(autouse=True)
 def held_vectors():
-    """Each test starts with no vectors held by the ranked lane (search/ranked/vectors.py): a flushed
-    test database may number its pieces again."""
-    from threadmem.search.ranked import vectors
+    """Each test starts with nothing the ranked lane keeps (search/ranked/: vectors, keyword indexes, a global
+    scope's pieces): a flushed test database may number its threads and pieces again."""
+    from threadmem.search.ranked import lexicon, spread, vectors
 
     vectors.clear()
+    lexicon.clear()
+    spread.clear()
     yield
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from threadmem.embeddings import service as embedding_service
+from threadmem.embeddings import tasks
+from threadmem.search import search_memory
 from threadmem.search.bounded import SEMANTIC_HEADING
 
 EVIDENCE = "The postgres replica fell behind the primary by 40 seconds during the nightly backup."
@@ -14,3 +17,16 @@ def semantic_part(text: str) -> str:
 
 def listed_ids(part: str) -> set[int]:
     return {int(line.split()[1].removeprefix("messageId=")) for line in part.splitlines() if line.startswith("--- ")}
+
+
+def embedded(*threads) -> None:
+    """The threads' pieces stored now, after the appends' own background embedding."""
+    tasks.wait_for_background()
+    for thread in threads:
+        embedding_service.embed_thread(thread_id=thread.pk)
+
+
+def ranked_ids(user, query: str, channel: str | None = None) -> list[int]:
+    """The messageIds of an answer's "Other memory results", in order."""
+    part = semantic_part(search_memory(user=user, query=query, channel=channel).text)
+    return [int(line.split()[1].removeprefix("messageId=")) for line in part.splitlines() if line.startswith("--- ")]

@@ -243,6 +243,7 @@ def _store(
         EmbeddingProgress.objects.filter(pk=progress.pk).update(
             embedded_seq=Greatest(F("embedded_seq"), through_seq),
             chunks=F("chunks") + len(batch),
+            changes=F("changes") + 1,
             failures=0,
             last_error="",
         )

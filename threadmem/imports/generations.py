@@ -172,7 +172,7 @@ def _drop_embedding(message: Message) -> None:
     Chunk.objects.filter(message_id=message.pk).delete()
     for model, count in dropped.items():
         EmbeddingProgress.objects.filter(thread_id=message.thread_id, model=model).update(
-            chunks=Greatest(F("chunks") - count, 0)
+            chunks=Greatest(F("chunks") - count, 0), changes=F("changes") + 1
         )
     EmbeddingProgress.objects.filter(thread_id=message.thread_id, embedded_seq__gte=message.seq).update(
         embedded_seq=message.seq - 1

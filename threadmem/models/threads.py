@@ -161,6 +161,16 @@ class Message(models.Model):
             models.Index(fields=["thread", "id"], name="message_thread_id"),
             # A tool-argument hit names its results (search/literal/filters.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),
+            # The few messages of a thread no search shows now: a global ranked lane's filter
+            # (search/ranked/spread.py).
+            models.Index(
+                fields=["thread", "id"],
+                condition=Q(isolated=True)
+                | Q(model_visible=False)
+                | Q(superseded_by__isnull=False)
+                | ~Q(kind="message"),
+                name="message_hidden",
+            ),
         ]
 
     def __str__(self) -> str:

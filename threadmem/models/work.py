@@ -178,6 +178,8 @@ class EmbeddingProgress(models.Model):
     model = models.CharField(max_length=255)
     embedded_seq = models.BigIntegerField(default=0)
     chunks = models.PositiveIntegerField(default=0)
+    # Transactions that stored or dropped pieces: what a process keeps of them is current while it is unchanged.
+    changes = models.PositiveBigIntegerField(default=0, db_default=0)
     failures = models.PositiveIntegerField(default=0)  # consecutive failed runs
     last_error = models.TextField(blank=True, default="")
     failed_at = models.DateTimeField(null=True, blank=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, assert_never
 
 from django.db import DatabaseError, connection
@@ -85,6 +86,10 @@ def literal_search(
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
+    if scope.is_global and described_max_chars is not None and start is None and len(terms) > 1 and sign:
+        whole = literal_search(scope=scope, terms=terms[:1], sign=sign)
+        if not whole.hits and whole.coverage == Coverage.ALL:
+            return words_by_cursor(whole, sign)
     plan = plan_search(scope, terms)
     key = start.key if start is not None else None
     started = time.perf_counter()
@@ -96,6 +101,23 @@ def literal_search(
     part.plan = plan.kind.value
     part.executed = executed_plan(plan, matches, ran_ms)
     return part
+
+
+# A global described question's first page (the whole query matched nothing): its words are not matched one by one
+# over every thread, costly for common words and listed on no first page anyway (``ranked.share``).
+WORDS_BY_CURSOR = (
+    "The whole query has no literal hit. Its words were not searched one by one in every thread (the ranked "
+    'results below answer a described question); for their literal hits, newest first, call again with cursor="{}".'
+)
+# Where the words' hits start: the first word (term 1), from the newest message on.
+WORDS_START = CursorPosition(term=1, message_id=10**12 - 1, arg_id=0, listed_before=0)
+
+
+def words_by_cursor(whole: LiteralPart, sign: Callable[[CursorPosition], str]) -> LiteralPart:
+    """The literal part of a global described question's first page: no hit of the whole query, and the cursor
+    to its words' hits (``WORDS_START``), whose page runs the whole plan."""
+    cursor = sign(WORDS_START)
+    return replace(whole, text=WORDS_BY_CURSOR.format(cursor), next_position=WORDS_START, next_cursor=cursor)
 
 
 def run_plan(

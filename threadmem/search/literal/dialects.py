@@ -238,18 +238,24 @@ class SqliteDialect(Dialect):
         return fold(term)
 
     def matches(self, column: str, term: str, *, narrow: bool = False) -> tuple[str, Any]:
-        return self._finds(column), self.pattern(term)
+        pattern = self.pattern(term)
+        return self._finds(column, pattern), pattern
 
     def patterns(self, terms: Sequence[str]) -> list[str]:
         return fold_each(terms)
 
     def term_sql(self, term: str, pattern: str, *, narrow: bool) -> TermSql:
         # Every condition is the same function over the folded term, folded once (``patterns``).
-        matches = {column: (self._finds(column), pattern) for column in MATCHED_COLUMNS}
-        return TermSql(pattern, None, matches, {column: (self._finds(column), pattern) for column in SCANNED_COLUMNS})
+        matches = {column: (self._finds(column, pattern), pattern) for column in MATCHED_COLUMNS}
+        scanned = {column: (self._finds(column, pattern), pattern) for column in SCANNED_COLUMNS}
+        return TermSql(pattern, None, matches, scanned)
 
     @staticmethod
-    def _finds(column: str) -> str:
+    def _finds(column: str, pattern: str) -> str:
+        if pattern and pattern.isascii():
+            # ``ifind``'s answer in SQLite's own C functions, without a call into Python per row: lower() folds
+            # ASCII only, and the only other characters ``fold`` maps into ASCII are U+0130 and U+212A (Kelvin).
+            return f"instr(lower(replace(replace({column}, char(304), 'i'), char(8490), 'k')), %s) > 0"
         return f"threadmem_ifind({column}, %s) > 0"
 
     def position(self, column: str, pattern_column: str, needle_column: str) -> str:

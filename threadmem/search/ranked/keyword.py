@@ -31,6 +31,7 @@ from django.db.models.expressions import RawSQL
 
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
+from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked import lexicon
 
 if TYPE_CHECKING:
@@ -50,8 +51,141 @@ MAX_ROWS = 50_000
 # the scope's size is the table's estimate instead of a count (docs/scaling.md, "Ranked lane at 1M").
 LARGE_TABLE_PIECES = 20_000
 COMMON_LEXEME_SHARE = 0.01
-# SQLite: a query word is a run of letters and digits (FTS5's unicode61 tokens).
+# SQLite: a query word is a run of letters and digits (FTS5's unicode61 tokens). The words PostgreSQL's
+# 'english' configuration drops (its english.stop, Snowball's list) are dropped here too: FTS5 would match nearly
+# every piece for them, and the keyword ranking is then PostgreSQL's (docs/search.md, "Without a channel").
 _WORD = re.compile(r"\w+")
+STOP_WORDS = frozenset(
+    [
+        "i",
+        "me",
+        "my",
+        "myself",
+        "we",
+        "our",
+        "ours",
+        "ourselves",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "he",
+        "him",
+        "his",
+        "himself",
+        "she",
+        "her",
+        "hers",
+        "herself",
+        "it",
+        "its",
+        "itself",
+        "they",
+        "them",
+        "their",
+        "theirs",
+        "themselves",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "this",
+        "that",
+        "these",
+        "those",
+        "am",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "have",
+        "has",
+        "had",
+        "having",
+        "do",
+        "does",
+        "did",
+        "doing",
+        "a",
+        "an",
+        "the",
+        "and",
+        "but",
+        "if",
+        "or",
+        "because",
+        "as",
+        "until",
+        "while",
+        "of",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "against",
+        "between",
+        "into",
+        "through",
+        "during",
+        "before",
+        "after",
+        "above",
+        "below",
+        "to",
+        "from",
+        "up",
+        "down",
+        "in",
+        "out",
+        "on",
+        "off",
+        "over",
+        "under",
+        "again",
+        "further",
+        "then",
+        "once",
+        "here",
+        "there",
+        "when",
+        "where",
+        "why",
+        "how",
+        "all",
+        "any",
+        "both",
+        "each",
+        "few",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "no",
+        "nor",
+        "not",
+        "only",
+        "own",
+        "same",
+        "so",
+        "than",
+        "too",
+        "very",
+        "s",
+        "t",
+        "can",
+        "will",
+        "just",
+        "don",
+        "should",
+        "now",
+    ]
+)
 _MAX_WORDS = 64
 
 
@@ -69,7 +203,10 @@ def rank_pieces(
     PostgreSQL they are ranked from the scope's keyword index kept in this process (``lexicon.py``).
     """
     if connection.vendor != "postgresql":
-        return _rank_sqlite(_scope_pieces(scope, model), query, limit=limit)
+        if held is not None:  # the ids this search read: a list SQLite checks each match against
+            return _rank_sqlite(*in_ids(connection.vendor, "f.id", held.ids.tolist()), query, limit=limit)
+        scope_sql, scope_params = _scope_pieces(scope, model).query.sql_with_params()
+        return _rank_sqlite(f"f.id IN ({scope_sql})", scope_params, query, limit=limit)
     return _rank_postgres(scope, model, query, limit=limit, held=held)
 
 
@@ -180,22 +317,23 @@ def bm25(rows: list[tuple], *, total: int) -> list[tuple[int, float]]:
 
 
 def _match_expression(query: str) -> str:
-    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))[:_MAX_WORDS]
+    words = [word for word in dict.fromkeys(word.lower() for word in _WORD.findall(query)) if word not in STOP_WORDS]
+    words = words[:_MAX_WORDS]
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
 
 
-def _rank_sqlite(pieces, query: str, *, limit: int) -> list[tuple[int, int, float]]:
+def _rank_sqlite(in_scope: str, scope_params: list, query: str, *, limit: int) -> list[tuple[int, int, float]]:
     expression = _match_expression(query)
     if not expression:
         return []
-    scope_sql, scope_params = pieces.query.sql_with_params()
     with connection.cursor() as cursor:
-        # bm25() is lower for better matches; the score shown is its negation.
+        # bm25() is lower for better matches; the score shown is its negation. The match is materialized first:
+        # a rowid condition beside it would be pushed into FTS5, which then matches once per id of the scope.
         cursor.execute(
-            "SELECT threadmem_chunk_fts.rowid, c.message_id, -bm25(threadmem_chunk_fts) AS score "
-            "FROM threadmem_chunk_fts JOIN threadmem_chunk c ON c.id = threadmem_chunk_fts.rowid "
-            f"WHERE threadmem_chunk_fts MATCH %s AND threadmem_chunk_fts.rowid IN ({scope_sql}) "
-            "ORDER BY score DESC, threadmem_chunk_fts.rowid DESC LIMIT %s",
+            "WITH f AS MATERIALIZED (SELECT rowid AS id, -bm25(threadmem_chunk_fts) AS score "
+            "FROM threadmem_chunk_fts WHERE threadmem_chunk_fts MATCH %s) "
+            "SELECT f.id, c.message_id, f.score FROM f JOIN threadmem_chunk c ON c.id = f.id "
+            f"WHERE {in_scope} ORDER BY f.score DESC, f.id DESC LIMIT %s",
             [expression, *scope_params, limit],
         )
         return [(row[0], row[1], float(row[2])) for row in cursor.fetchall()]

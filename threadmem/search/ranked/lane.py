@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cached_property, partial
 
 from django.conf import settings
 from django.db import connection
@@ -30,9 +32,9 @@ from threadmem import llm
 from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, one_line
+from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
 from threadmem.search.literal.filters import in_ids
-from threadmem.search.ranked import keyword, neighbours, vectors
+from threadmem.search.ranked import keyword, neighbours, spread, threads, vectors
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
 # meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
@@ -75,17 +77,41 @@ _WORD = re.compile(r"\w{3,}")
 STEM_CHARS = 5
 
 
+class Entry:
+    """One ranked message's entry, its text written when first read: most of a lane's entries are never shown."""
+
+    def __init__(self, message_id: int, render: Callable[[], str]) -> None:
+        self.message_id, self._render = message_id, render
+
+    @cached_property
+    def text(self) -> str:
+        return self._render()
+
+
 class RankedText(str):
-    """The lane's text, with its entries (message id, entry text) for ``share.fit``."""
+    """The lane's head and its first entries as text; all its entries for ``share.fit``, which leaves out the
+    messages the literal part lists. In the global scope each entry's thread line too (``threads.py``), listed
+    once for the entries shown."""
 
     head: str
-    entries: list[tuple[int, str]]
+    entries: list[Entry]
     note: str  # the head's note alone (shown when no entry is left to show)
+    thread_lines: dict[int, str]  # message id -> its thread's line (global scope)
 
     @classmethod
-    def of(cls, head: str, entries: list[tuple[int, str]], *, note: str = "") -> RankedText:
-        text = cls("\n".join([head, *(entry for _, entry in entries)]))
-        text.head, text.entries, text.note = head, entries, note
+    def of(
+        cls, head: str, entries: list[Entry], *, note: str = "", thread_lines: dict[int, str] | None = None
+    ) -> RankedText:
+        lines = thread_lines or {}
+        shown, used = [], len(head)
+        for entry in entries:  # as much as a whole answer could ever show
+            if used > THREAD_SEARCH_MAX_CHARS:
+                break
+            shown.append(entry)
+            used += 1 + len(entry.text)
+        legend = list(dict.fromkeys(lines[entry.message_id] for entry in shown if entry.message_id in lines))
+        text = cls("\n".join([head, *(entry.text for entry in shown), *([threads.HEAD, *legend] if legend else [])]))
+        text.head, text.entries, text.note, text.thread_lines = head, entries, note, lines
         return text
 
 
@@ -230,9 +256,9 @@ def ranked_results(
     if not model:
         return NO_MODEL
     text = query.strip()
-    # A thread's pieces are read once, for both rankings (vectors.py). A global scope's are not: reading its
-    # ids costs more than the database's own ranking (docs/search.md, "The ranked lane's latency").
-    held = None if scope.is_global else vectors.scope_pieces(scope=scope, model=model)
+    # The scope's pieces are read once, for both rankings: a thread's by one statement (vectors.py), a global
+    # scope's kept per thread (spread.py); None when there are too many to hold: the database ranks them.
+    held = (spread.global_pieces if scope.is_global else vectors.scope_pieces)(scope=scope, model=model)
     by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
     try:
@@ -252,9 +278,10 @@ def ranked_results(
     words = [word.lower() for word in _WORD.findall(text)]
     weights = word_weights([r.match.text for r in fused], words)
     entries = [
-        (
+        Entry(
             r.match.message_id,
-            entry_text(
+            partial(
+                entry_text,
                 r,
                 weights=weights,
                 with_channel=scope.is_global,
@@ -263,7 +290,11 @@ def ranked_results(
         )
         for rank, r in enumerate(fused)
     ]
-    return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note)
+    lines = {}
+    if scope.is_global:
+        by_thread = threads.thread_lines([r.match.thread_id for r in fused])
+        lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
+    return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note, thread_lines=lines)
 
 
 def unavailable_note(error: llm.LLMError) -> str:

@@ -16,7 +16,6 @@ recently used scope dropped first (one is always kept).
 
 from __future__ import annotations
 
-import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -28,6 +27,8 @@ from dataclasses import dataclass, field
 # (docs/search.md, "The ranked lane's latency").
 KEPT_MAX_BYTES = 64 * 1024 * 1024
 POSTING_BYTES, LEXEME_BYTES, PIECE_BYTES = 12, 400, 150
+# Pieces read per statement when a scope is indexed first.
+READ_BATCH = 1_000
 
 
 @dataclass
@@ -64,6 +65,14 @@ class Lexicon:
                     yield chunk_id, lexeme, count, length, message_id
 
 
+# Each piece's lexemes and their numbers of positions, as arrays: ~3 times faster to read than the tsvector's
+# text parsed here.
+_PIECES_SQL = (
+    "SELECT c.id, c.message_id, tsvector_to_array(c.search_vector), "
+    "ARRAY(SELECT coalesce(cardinality(u.positions), 0) FROM unnest(c.search_vector) u) "
+    "FROM threadmem_chunk c WHERE c.id = ANY(%s)"
+)
+
 _lock = threading.Lock()
 _kept: OrderedDict[tuple, Lexicon] = OrderedDict()
 
@@ -75,7 +84,7 @@ def clear() -> None:
 
 def rows(cursor, key: tuple, shown: AbstractSet[int], lexemes: list[str]) -> list[tuple[int, str, int, int, int]]:
     """``Lexicon.rows`` of the scope ``key`` (``vectors.ScopePieces.key``), whose pieces now are ``shown``; the
-    pieces not indexed yet are read first (one statement)."""
+    pieces not indexed yet are read first (a statement per ``READ_BATCH``)."""
     with _lock:
         lexicon = _kept.get(key)
         if lexicon is not None:
@@ -83,29 +92,18 @@ def rows(cursor, key: tuple, shown: AbstractSet[int], lexemes: list[str]) -> lis
     if lexicon is None:
         lexicon = Lexicon()
     missing = sorted(chunk_id for chunk_id in shown if chunk_id not in lexicon.pieces)
-    if missing:
-        cursor.execute("SELECT id, message_id, search_vector::text FROM threadmem_chunk WHERE id = ANY(%s)", [missing])
+    # In batches, each kept as soon as it is read: a lane cancelled at its deadline while a large scope is read
+    # for the first time leaves the next search less to read, never the same again.
+    for first in range(0, len(missing), READ_BATCH):
+        cursor.execute(_PIECES_SQL, [missing[first : first + READ_BATCH]])
         read = cursor.fetchall()
         with _lock:  # another search of the same scope may be reading it too
-            for chunk_id, message_id, text in read:
+            for chunk_id, message_id, piece_lexemes, counts in read:
                 if chunk_id not in lexicon.pieces:
-                    lexicon.add(chunk_id, message_id, tsvector_counts(text or ""))
+                    lexicon.add(chunk_id, message_id, dict(zip(piece_lexemes or (), counts or (), strict=True)))
             _kept[key] = lexicon
             _kept.move_to_end(key)
             while len(_kept) > 1 and sum(kept.bytes() for kept in _kept.values()) > KEPT_MAX_BYTES:
                 _kept.popitem(last=False)
     with _lock:
         return list(lexicon.rows(lexemes, shown))
-
-
-_LEXEME = re.compile(r"'((?:[^'\\]|''|\\.)*)'(?::([0-9A-D,]+))?")
-_ESCAPE = re.compile(r"''|\\(.)")
-
-
-def tsvector_counts(text: str) -> dict[str, int]:
-    """A tsvector's text (``'word':1,4 'other':2``) as {lexeme: its number of positions}."""
-    counts = {}
-    for quoted, positions in _LEXEME.findall(text):
-        lexeme = _ESCAPE.sub(lambda m: "'" if m.group(0) == "''" else m.group(1), quoted)
-        counts[lexeme] = positions.count(",") + 1 if positions else 0
-    return counts

@@ -19,6 +19,7 @@ stop at an entry's end, so the whole result is not cut mid-window.
 
 from __future__ import annotations
 
+from threadmem.search.ranked import threads
 from threadmem.search.ranked.lane import RankedText
 
 # The literal part of a described question's first page: room for its more-hits
@@ -29,23 +30,36 @@ ALL_LISTED = "Every ranked message is among the literal hits above."
 
 
 def fit(semantic: str, *, room: int, listed: set[int]) -> str:
-    """The ranked lane's text for ``room`` characters; any other provider's text as it is."""
+    """The ranked lane's text for ``room`` characters; any other provider's text as it is.
+
+    In the global scope an entry costs its thread's line too the first time one of its thread is shown
+    (``threads.py``); the lines follow the entries.
+    """
     if not isinstance(semantic, RankedText):
         return semantic
-    if semantic.note and all(message_id in listed for message_id, _ in semantic.entries):
+    if semantic.note and all(entry.message_id in listed for entry in semantic.entries):
         return semantic.note
     lines = [semantic.head] if semantic.head else []
     used = len(semantic.head)
     kept = 0
-    for message_id, entry in semantic.entries:
-        if message_id in listed:
+    legend: list[str] = []
+    for entry in semantic.entries:
+        if entry.message_id in listed:
             continue
-        cost = len(entry) + (1 if lines else 0)
+        thread_line = semantic.thread_lines.get(entry.message_id)
+        new_line = thread_line is not None and thread_line not in legend
+        cost = len(entry.text) + (1 if lines else 0)
+        if new_line:
+            cost += len(thread_line) + 1 + (0 if legend else len(threads.HEAD) + 1)
         if used + cost > room:
             break
-        lines.append(entry)
+        lines.append(entry.text)
+        if new_line:
+            legend.append(thread_line)
         used += cost
         kept += 1
     if not kept and len(semantic.head) + 1 + len(ALL_LISTED) <= room:
         lines.append(ALL_LISTED)
+    if legend:
+        lines += [threads.HEAD, *legend]
     return "\n".join(lines)
