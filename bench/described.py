@@ -30,8 +30,10 @@ Scopes (``--scope``): ``thread`` asks each question with its conversation's
 channel; ``global`` asks it without a channel, over every thread of the one
 owner: the ten conversations and, as the other sessions a user has, the real
 Claude Code sessions of ``--sessions`` (default ../shared/data/claude-code,
-skipped when absent). A global answer counts an evidence turn found the same
-way; ``out`` is how many answers said the ranked lane ran out of its budget.
+skipped when absent); ``operator`` asks it without a channel as a staff user
+(every thread of every owner). A global answer counts an evidence turn found
+the same way; ``out`` is how many answers said the ranked lane ran out of its
+budget. ``--scope all`` runs the three.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ MODES = ("default", "keyword", "meaning", "rarest3", "literal", "literal-rarest3
 WORD = re.compile(r"[\w'-]+")
 DIA_ID = re.compile(r"D\d+:\d+")
 TARGET = 70.0
-SCOPES = ("thread", "global")
+SCOPES = ("thread", "global", "operator")
+OPERATOR = "bench-described-operator"
 OUT_OF_TIME = "did not answer within"
 SESSIONS = Path(__file__).resolve().parents[2] / "shared" / "data" / "claude-code"
 
@@ -237,7 +240,9 @@ def main() -> None:
     parser.add_argument("locomo", type=Path, help="LoCoMo's data/locomo10.json (github.com/snap-research/LoCoMo)")
     parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--half", choices=("tune", "held-out", "both"), default="both")
-    parser.add_argument("--scope", choices=(*SCOPES, "both"), default="both", help="asked in its thread, globally")
+    parser.add_argument(
+        "--scope", choices=(*SCOPES, "both", "all"), default="both", help="both: thread and global; all: the three"
+    )
     parser.add_argument("--sessions", type=Path, default=SESSIONS, help="agent sessions: more threads of the owner")
     args = parser.parse_args()
     if not args.locomo.is_file():
@@ -249,13 +254,17 @@ def main() -> None:
     import logging
 
     logging.getLogger("threadmem.search.semantic").setLevel(logging.ERROR)  # the answers count the lane out of time
+    from django.contrib.auth import get_user_model
+
     from threadmem.search.semantic import provider_installed
 
     samples = json.loads(args.locomo.read_text())
     user = setup(args.locomo)
     sessions = load_sessions(user, args.sessions)
     ids = load(user, samples)
-    scopes = [scope for scope in SCOPES if args.scope in ("both", scope)]
+    both = ("thread", "global")
+    scopes = [scope for scope in SCOPES if args.scope in (scope, "all") or (args.scope == "both" and scope in both)]
+    operator, _ = get_user_model().objects.get_or_create(username=OPERATOR, defaults={"is_staff": True})
     print(f"one owner: {len(samples)} conversations and {len(sessions)} agent sessions, each a thread")
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for half, part in HALVES:
@@ -263,6 +272,7 @@ def main() -> None:
             continue
         print(f"\n== {half} half: conversations {part.start + 1}-{part.stop} ==")
         for scope, mode in ((scope, mode) for scope in scopes for mode in modes):
+            asker = operator if scope == "operator" else user
             by_category: dict[int, Stats] = defaultdict(Stats)
             whole = Stats()
             provider = provider_for(mode)
@@ -272,10 +282,10 @@ def main() -> None:
                 for category in CATEGORIES:
                     one = {**sample, "qa": [qa for qa in sample["qa"] if qa.get("category") == category]}
                     if provider is None:
-                        stats = ask(user, channel, one, ids[channel], mode, frequency, scope=scope)
+                        stats = ask(asker, channel, one, ids[channel], mode, frequency, scope=scope)
                     else:
                         with provider_installed(provider):
-                            stats = ask(user, channel, one, ids[channel], mode, frequency, scope=scope)
+                            stats = ask(asker, channel, one, ids[channel], mode, frequency, scope=scope)
                     by_category[category].add(stats)
                     whole.add(stats)
             print(whole.line(f"{scope} {mode}"))

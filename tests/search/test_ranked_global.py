@@ -22,6 +22,7 @@ from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.literal import WORDS_BY_CURSOR
 from threadmem.search.ranked import lexicon, ranked_results, spread, threads, vectors
+from threadmem.tools.requests import SearchMemoryRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -187,3 +188,20 @@ def test_a_cold_scope_is_read_in_batches_that_are_kept(owner, sessions, monkeypa
         vectors.nearest(pieces=held, vector=[1.0] * 256, k=5, min_score=0.0)
     kept = vectors._held[(*held.key, 256)]
     assert len(kept.ids) == 1  # the first batch, kept
+
+
+def test_the_tool_description_says_what_a_default_answer_holds(owner, sessions):
+    """What search_memory's description promises of "Other memory results" holds with nothing configured."""
+    description = SearchMemoryRequest.description
+    text = search_memory(user=owner, query=QUESTION).text
+    part = semantic_part(text)
+
+    assert "semantic search is configured" not in description
+    for promise, found in (
+        ("keyword relevance and meaning", "Ranked by keyword relevance and meaning" in part),
+        ("each with a score", " score=" in part),
+        ("names its thread (channel=...)", f"channel={sessions[1].channel} " in part),
+        ("a closing list says what each thread is", threads.HEAD in part),
+        ("offers a cursor for its words' literal hits", 'cursor="' in text.split(part)[0]),
+    ):
+        assert promise in description and found, promise

@@ -28,8 +28,9 @@ class SearchMemoryRequest(ToolRequest):
     name = "search_memory"
     description = (
         "Search this agent's stored history (every generation of a thread, including what was compacted "
-        "away) for literal text. Use it before redoing work or when the summary mentions a resource you need "
-        "details of: a path, host, command, error message or identifier. Matching is a case-insensitive "
+        "away) for literal text. Call it after a compaction, before redoing work, before saying something is "
+        "unknown or was never done, and when a summary names a resource without its details: a path, host, "
+        "command, error message, identifier or decision. Matching is a case-insensitive "
         "literal substring: the whole query first, then each word of 3+ characters (a path also with the "
         "other separator, / or \\); %, _, backslashes and "
         "regex characters are plain characters. The answer is at most "
@@ -48,9 +49,12 @@ class SearchMemoryRequest(ToolRequest):
         "hits not shown', narrow the query (a "
         "longer exact phrase, a file name, an error code), or call again with the same query and channel "
         "and the cursor the line gives for the next, older hits. Below the literal hits, 'Other memory "
-        "results' lists messages close in meaning to the whole query (with their similarity) when semantic "
-        "search is configured: leads for when you do not know the exact words, to check before relying on "
-        "them. To read a whole message around a window, call message_context_read with its messageId."
+        "results' ranks messages by keyword relevance and meaning to the whole query, best first, each with a "
+        "score: the answer to a question asked in your own words ('how did we fix the flaky CI?'), leads to "
+        "check before relying on them. Without a channel each names its thread (channel=...), a closing list "
+        "says what each thread is, and you can call again with that channel to search it alone; a question "
+        "whose whole text has no literal hit then offers a cursor for its words' literal hits. To read a "
+        "whole message around a window, call message_context_read with its messageId."
     )
 
     query: str = field(
