@@ -15,7 +15,6 @@ from tests.support.factories import append, make_thread
 from tests.support.semantic import embedded, ranked_ids, semantic_part
 from threadmem import services
 from threadmem.embeddings import static
-from threadmem.fields import pgvector_in_use
 from threadmem.imports.generations import message_grow_imported
 from threadmem.models import EmbeddingProgress, Message
 from threadmem.scope import resolve_scope
@@ -168,26 +167,27 @@ def test_the_kept_pieces_are_the_scopes_statement(owner, admin, sessions, kept_m
         assert held.ids.tolist() == expected
 
 
-def test_a_cold_scope_is_read_in_batches_that_are_kept(owner, sessions, monkeypatch):
-    """A lane cancelled at its deadline while reading a large scope first keeps what it read."""
+def test_a_cold_scope_is_read_to_the_end_when_the_searchs_own_statements_are_refused(owner, sessions, monkeypatch):
+    """The first read of a large scope is not the lane's to cancel (warm.py): a search past its deadline
+    (every statement of its own refused) still leaves the scope kept for the next one."""
     monkeypatch.setattr(vectors, "READ_BATCH", 1)
     monkeypatch.setattr(lexicon, "READ_BATCH", 1)
     scope = resolve_scope(user=owner, channel=None)
     held = spread.global_pieces(scope=scope, model=static.STATIC_MODEL)
-    pgvector_in_use(connection)  # its probe, once a connection, is no read of pieces
-    reads = []
+    assert len(held.ids) > 1
 
-    def fail_on_second(execute, sql, params, many, context):
-        if "threadmem_chunk" in sql:
-            reads.append(sql)
-        if len(reads) == 2:
-            raise RuntimeError("cancelled")
-        return execute(sql, params, many, context)
+    def refuse(execute, sql, params, many, context):
+        raise RuntimeError("past the deadline")
 
-    with connection.execute_wrapper(fail_on_second), pytest.raises(RuntimeError):
+    postgres = connection.vendor == "postgresql"  # the kept keyword index is PostgreSQL's (SQLite: FTS5)
+    with connection.execute_wrapper(refuse):
         vectors.nearest(pieces=held, vector=[1.0] * 256, k=5, min_score=0.0)
-    kept = vectors._held[(*held.key, 256)]
-    assert len(kept.ids) == 1  # the first batch, kept
+        if postgres:
+            lexicon.rows(None, held.key, held.shown, ["zebrafish"])
+
+    assert vectors._held[(*held.key, 256)].ids.tolist() == held.ids.tolist()
+    if postgres:
+        assert set(lexicon._kept[held.key].pieces) == set(held.shown)
 
 
 def test_the_tool_description_says_what_a_default_answer_holds(owner, sessions):

@@ -23,6 +23,10 @@ from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
+from django.db import connection
+
+from threadmem.search.ranked import warm
+
 # Bytes kept over every scope, as ``Lexicon.bytes`` estimates them from tracemalloc's count for a large thread
 # (docs/search.md, "The ranked lane's latency").
 KEPT_MAX_BYTES = 64 * 1024 * 1024
@@ -85,15 +89,33 @@ def clear() -> None:
 def rows(cursor, key: tuple, shown: AbstractSet[int], lexemes: list[str]) -> list[tuple[int, str, int, int, int]]:
     """``Lexicon.rows`` of the scope ``key`` (``vectors.ScopePieces.key``), whose pieces now are ``shown``; the
     pieces not indexed yet are read first (a statement per ``READ_BATCH``)."""
+    lexicon, missing = _missing(key, shown)
+    if len(missing) > READ_BATCH:
+        # A cold scope is read to the end whatever this search's deadline (warm.py); a search queued behind
+        # another's read of the same scope finds little or nothing left to read by then.
+        lexicon = warm.uncancelled(lambda: _index(key, *_missing(key, shown)))
+    elif missing:
+        _index(key, lexicon, missing, cursor)
+    with _lock:
+        return list(lexicon.rows(lexemes, shown))
+
+
+def _missing(key: tuple, shown: AbstractSet[int]) -> tuple[Lexicon, list[int]]:
+    """The scope's kept index (a new one if none) and the pieces of ``shown`` it does not hold yet."""
     with _lock:
         lexicon = _kept.get(key)
         if lexicon is not None:
             _kept.move_to_end(key)
     if lexicon is None:
         lexicon = Lexicon()
-    missing = sorted(chunk_id for chunk_id in shown if chunk_id not in lexicon.pieces)
-    # In batches, each kept as soon as it is read: a lane cancelled at its deadline while a large scope is read
-    # for the first time leaves the next search less to read, never the same again.
+    return lexicon, sorted(chunk_id for chunk_id in shown if chunk_id not in lexicon.pieces)
+
+
+def _index(key: tuple, lexicon: Lexicon, missing: list[int], cursor=None) -> Lexicon:
+    """Read ``missing`` pieces into ``lexicon`` and keep it, in batches, each kept as soon as it is read."""
+    if cursor is None:
+        with connection.cursor() as own:
+            return _index(key, lexicon, missing, own)
     for first in range(0, len(missing), READ_BATCH):
         cursor.execute(_PIECES_SQL, [missing[first : first + READ_BATCH]])
         read = cursor.fetchall()
@@ -105,5 +127,4 @@ def rows(cursor, key: tuple, shown: AbstractSet[int], lexemes: list[str]) -> lis
             _kept.move_to_end(key)
             while len(_kept) > 1 and sum(kept.bytes() for kept in _kept.values()) > KEPT_MAX_BYTES:
                 _kept.popitem(last=False)
-    with _lock:
-        return list(lexicon.rows(lexemes, shown))
+    return lexicon

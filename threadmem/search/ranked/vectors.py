@@ -29,6 +29,7 @@ from threadmem.fields import FLOAT32, pgvector_in_use
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_subquery
+from threadmem.search.ranked import warm
 
 CACHE_MAX_PIECES = 20_000
 # Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).
@@ -124,8 +125,9 @@ def _read(ids: np.ndarray) -> list[tuple[int, int, np.ndarray | None]]:
         ]
 
 
-def _vectors(*, key: tuple, ids: np.ndarray, width: int) -> Held:
-    """The held vectors of exactly ``ids``, reading the ones not held yet."""
+def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> Held:
+    """The held vectors of exactly ``ids``, reading the ones not held yet: more than ``READ_BATCH`` of them on
+    the warming thread (``warm.py``), unless ``here``."""
     with _lock:
         held = _held.get(key)
         if held is not None:
@@ -143,26 +145,35 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int) -> Held:
         messages[known] = held.messages[at[known]]
         matrix[known] = held.matrix[at[known]]
     missing = np.flatnonzero(~known)
-    try:
-        # In batches, each kept as soon as it is read: a lane cancelled at its deadline while a large scope is
-        # read for the first time leaves the next search less to read, never the same again.
-        for first in range(0, len(missing), READ_BATCH):
-            batch = missing[first : first + READ_BATCH]
-            read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in _read(ids[batch])}
-            for index in batch:
-                message_id, embedding = read.get(int(ids[index]), (0, None))
-                messages[index] = message_id
-                if embedding is not None and len(embedding) == width:  # another width: another model's, never a match
-                    row = np.asarray(embedding, dtype=FLOAT32)
-                    length = float(np.linalg.norm(row))
-                    matrix[index] = row / length if length else row
-            known[batch] = True
-    finally:
-        kept = matrix[known]
-        fresh = Held(ids=ids[known], messages=messages[known], matrix=kept, live=np.any(kept != 0, axis=1))
-        with _lock:
-            _held[key] = fresh
-            _held.move_to_end(key)
-            while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
-                _held.popitem(last=False)
-    return fresh
+    if len(missing) > READ_BATCH and not here:
+        # A cold scope is read to the end whatever this search's deadline; a search queued behind another's
+        # read of the same scope finds it held by then.
+        return warm.uncancelled(lambda: _vectors(key=key, ids=ids, width=width, here=True))
+
+    def fill() -> Held:
+        try:
+            # In batches, each kept as soon as it is read: a search stopped while a large scope is read for the
+            # first time leaves the next one less to read, never the same again.
+            for first in range(0, len(missing), READ_BATCH):
+                batch = missing[first : first + READ_BATCH]
+                read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in _read(ids[batch])}
+                rows = [read.get(chunk_id, (0, None)) for chunk_id in ids[batch].tolist()]
+                messages[batch] = [message_id for message_id, _ in rows]
+                # Another width is another model's vector: never a match (a zero row).
+                fits = [i for i, (_, embedding) in enumerate(rows) if embedding is not None and len(embedding) == width]
+                if fits:
+                    block = np.asarray([rows[i][1] for i in fits], dtype=FLOAT32)
+                    lengths = np.linalg.norm(block, axis=1, keepdims=True)
+                    matrix[batch[fits]] = np.divide(block, lengths, out=block.copy(), where=lengths > 0)
+                known[batch] = True
+        finally:
+            kept = matrix[known]
+            fresh = Held(ids=ids[known], messages=messages[known], matrix=kept, live=np.any(kept != 0, axis=1))
+            with _lock:
+                _held[key] = fresh
+                _held.move_to_end(key)
+                while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
+                    _held.popitem(last=False)
+        return fresh
+
+    return fill()
