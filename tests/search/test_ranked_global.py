@@ -62,7 +62,10 @@ def test_a_question_without_a_channel_finds_the_session_and_names_it(owner, sess
     assert f"channel={second.channel}" in part
     legend = part[part.index(threads.HEAD) :]
     assert f'channel="{second.channel}" "ci week" first prompt: "{prompt.content}"' in legend
-    assert '"claude-code:three"' not in legend or "rename the billing" in part  # only the threads shown
+    headers = [line for line in part[: part.index(threads.HEAD)].splitlines() if line.startswith("--- ")]
+    shown = {line.split()[-2].removeprefix("channel=") for line in headers}
+    named = [line.split('"')[1] for line in legend.splitlines()[1:]]
+    assert sorted(named) == sorted(shown)  # the threads of the entries shown, each once
     # The words of a described question are offered by cursor, not matched one by one in every thread.
     assert WORDS_BY_CURSOR.split(";")[0] in text
 

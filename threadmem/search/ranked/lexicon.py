@@ -21,6 +21,7 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -112,13 +113,12 @@ def _missing(key: tuple, shown: AbstractSet[int]) -> tuple[Lexicon, list[int]]:
 
 
 def _index(key: tuple, lexicon: Lexicon, missing: list[int], cursor=None) -> Lexicon:
-    """Read ``missing`` pieces into ``lexicon`` and keep it, in batches, each kept as soon as it is read."""
-    if cursor is None:
-        with connection.cursor() as own:
-            return _index(key, lexicon, missing, own)
+    """Read ``missing`` pieces into ``lexicon`` and keep it, in batches, each kept as soon as it is read;
+    ``cursor`` None: on a cursor of this thread's connection (the warming thread's)."""
     for first in range(0, len(missing), READ_BATCH):
-        cursor.execute(_PIECES_SQL, [missing[first : first + READ_BATCH]])
-        read = cursor.fetchall()
+        with nullcontext(cursor) if cursor is not None else connection.cursor() as reading:
+            reading.execute(_PIECES_SQL, [missing[first : first + READ_BATCH]])
+            read = reading.fetchall()
         with _lock:  # another search of the same scope may be reading it too
             for chunk_id, message_id, piece_lexemes, counts in read:
                 if chunk_id not in lexicon.pieces:

@@ -150,30 +150,27 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> 
         # read of the same scope finds it held by then.
         return warm.uncancelled(lambda: _vectors(key=key, ids=ids, width=width, here=True))
 
-    def fill() -> Held:
-        try:
-            # In batches, each kept as soon as it is read: a search stopped while a large scope is read for the
-            # first time leaves the next one less to read, never the same again.
-            for first in range(0, len(missing), READ_BATCH):
-                batch = missing[first : first + READ_BATCH]
-                read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in _read(ids[batch])}
-                rows = [read.get(chunk_id, (0, None)) for chunk_id in ids[batch].tolist()]
-                messages[batch] = [message_id for message_id, _ in rows]
-                # Another width is another model's vector: never a match (a zero row).
-                fits = [i for i, (_, embedding) in enumerate(rows) if embedding is not None and len(embedding) == width]
-                if fits:
-                    block = np.asarray([rows[i][1] for i in fits], dtype=FLOAT32)
-                    lengths = np.linalg.norm(block, axis=1, keepdims=True)
-                    matrix[batch[fits]] = np.divide(block, lengths, out=block.copy(), where=lengths > 0)
-                known[batch] = True
-        finally:
-            kept = matrix[known]
-            fresh = Held(ids=ids[known], messages=messages[known], matrix=kept, live=np.any(kept != 0, axis=1))
-            with _lock:
-                _held[key] = fresh
-                _held.move_to_end(key)
-                while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
-                    _held.popitem(last=False)
-        return fresh
-
-    return fill()
+    try:
+        # In batches, each kept as soon as it is read: a search stopped while a large scope is read for the
+        # first time leaves the next one less to read, never the same again.
+        for first in range(0, len(missing), READ_BATCH):
+            batch = missing[first : first + READ_BATCH]
+            read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in _read(ids[batch])}
+            rows = [read.get(chunk_id, (0, None)) for chunk_id in ids[batch].tolist()]
+            messages[batch] = [message_id for message_id, _ in rows]
+            # Another width is another model's vector: never a match (a zero row).
+            fits = [i for i, (_, embedding) in enumerate(rows) if embedding is not None and len(embedding) == width]
+            if fits:
+                block = np.asarray([rows[i][1] for i in fits], dtype=FLOAT32)
+                lengths = np.linalg.norm(block, axis=1, keepdims=True)
+                matrix[batch[fits]] = np.divide(block, lengths, out=block.copy(), where=lengths > 0)
+            known[batch] = True
+    finally:
+        kept = matrix[known]
+        fresh = Held(ids=ids[known], messages=messages[known], matrix=kept, live=np.any(kept != 0, axis=1))
+        with _lock:
+            _held[key] = fresh
+            _held.move_to_end(key)
+            while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
+                _held.popitem(last=False)
+    return fresh
