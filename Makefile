@@ -101,6 +101,12 @@ bench-described: $(VENV)/.installed-dev .secret_key
 	@if [ -z "$(LOCOMO)" ]; then echo "usage: make bench-described LOCOMO=/path/to/locomo10.json (github.com/snap-research/LoCoMo, data/locomo10.json)" >&2; exit 2; fi
 	$(PY) bench/described.py "$(LOCOMO)"
 
+bench-delete: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/delete.py
+
+bench-pointer: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/pointer.py
+
 bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py
 	$(PY) bench/identifiers.py

@@ -13,7 +13,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from threadmem.models import Message, Thread
+from threadmem.models import Deletion, Message, Thread
 from threadmem.services import CHANNEL_MAX_CHARS, ID_FIELD_MAX_CHARS, TITLE_MAX_CHARS
 
 # --- output -------------------------------------------------------------------
@@ -65,6 +65,16 @@ class GenerationSerializer(serializers.Serializer):
     message_count = serializers.IntegerField(help_text="messages stored in this generation")
     started_at = serializers.DateTimeField()
     closed_at = serializers.DateTimeField(allow_null=True)
+
+
+class DeletionSerializer(ReadOnlyModelSerializer):
+    actor = serializers.CharField(source="actor_name", help_text="who deleted (a username, or the task that did)")
+    owner = serializers.CharField(source="owner_name", help_text="whose data it was")
+    counts = serializers.DictField(help_text="rows removed per table, and the channels of forks deleted with it")
+
+    class Meta:
+        model = Deletion
+        fields = ["id", "created_at", "kind", "actor", "owner", "channel", "message_id", "surface", "counts"]
 
 
 class ThreadDetailSerializer(ThreadSerializer):

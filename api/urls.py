@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from api.views import compaction, imports, memory, threads, turns
+from api.views import compaction, exports, imports, memory, threads, turns
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -42,6 +42,11 @@ urlpatterns += [
 # --- agent turns (api/views/turns.py) ---
 urlpatterns += [
     path("threads/<path:channel>/turns/", turns.TurnView.as_view(), name="thread-turns"),
+]
+
+# --- a thread's export (api/views/exports.py) ---
+urlpatterns += [
+    path("threads/<path:channel>/export/", exports.ThreadExportView.as_view(), name="thread-export"),
 ]
 
 # --- imports (api/views/imports.py) ---

@@ -192,6 +192,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_PERMISSIONS": ["api.permissions.SchemaAccess"],
+    # Messages and deletions both have a "kind": each its own enum.
+    "ENUM_NAME_OVERRIDES": {
+        "MessageKindEnum": "threadmem.models.threads.Message.Kind",
+        "DeletionKindEnum": "threadmem.models.audit.Deletion.Kind",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.schema.closed_request_bodies",
@@ -305,6 +310,9 @@ THREADMEM_SEARCH_PATH = env_choice("THREADMEM_SEARCH_PATH", "auto", ("auto", "sc
 # A message whose content (or tool-call arguments) passes this size answers 413.
 THREADMEM_MAX_MESSAGE_BYTES = env_int("THREADMEM_MAX_MESSAGE_BYTES", 2 * 1024 * 1024, minimum=1)
 THREADMEM_MAX_BATCH = env_int("THREADMEM_MAX_BATCH", 1000, minimum=1)
+# Secrets (AWS keys, tokens, private keys, passwords in URLs) are replaced by a placeholder before anything is
+# stored (threadmem/lib/redact.py, docs/secrets.md); false stores what comes verbatim.
+THREADMEM_REDACT_SECRETS = env_bool("THREADMEM_REDACT_SECRETS", True)
 # Automatic compaction once the current generation's model-visible text passes this.
 THREADMEM_COMPACT_AT_CHARS = env_int("THREADMEM_COMPACT_AT_CHARS", 400_000, minimum=1)
 
@@ -348,6 +356,14 @@ THREADMEM_COMPACTION_SWEEP_SECONDS = env_int("THREADMEM_COMPACTION_SWEEP_SECONDS
 CELERY_BEAT_SCHEDULE = {
     "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
 }
+# --- Retention (threadmem/erase/retention.py) ------------------------------------
+# Threads idle for longer than this many days are deleted, hourly, with their forks; 0 (the default) keeps them all.
+THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0)
+if THREADMEM_RETENTION_DAYS:
+    CELERY_BEAT_SCHEDULE["retention"] = {"task": "threadmem.erase.retention", "schedule": 3600.0}
+# Registered by workers when they start, not by every process that loads Django (a capture hook starts fast).
+CELERY_IMPORTS = ["threadmem.erase.tasks"]
+
 # Redis hands an unacknowledged task to another worker after this many seconds
 # (a worker that died mid-task); keep it above the compaction hard time limit.
 _visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)

@@ -23,4 +23,5 @@ urlpatterns = [
     path("search/", views.search, name="search"),
     path("tool-calls/", views.tool_calls, name="tool-calls"),
     path("tool-calls/<int:call_id>/", views.tool_call, name="tool-call"),
+    path("deletions/", views.deletions, name="deletions"),
 ]

@@ -30,7 +30,7 @@ from console.forms import IsolationForm, SearchForm, StaffAuthenticationForm, Th
 from threadmem import services
 from threadmem.compaction.service import compaction_request
 from threadmem.errors import DomainError
-from threadmem.models import Compaction, Message, Thread, ToolCall
+from threadmem.models import Compaction, Deletion, Message, Thread, ToolCall
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 from threadmem.selectors import generation_list_for, is_operator
@@ -332,3 +332,15 @@ def tool_call(request: HttpRequest, call_id: int) -> HttpResponse:
     call = get_object_or_404(ToolCall.objects.select_related("thread", "caller"), pk=call_id)
     context = {"call": call, "plan": selectors.plan_lines(call.plan), "nav": "tool_calls"}
     return render(request, "console/tool_call.html", context)
+
+
+# --- deletions ----------------------------------------------------------------
+
+
+@require_GET
+@staff_required
+def deletions(request: HttpRequest) -> HttpResponse:
+    page = selectors.page_of(
+        Deletion.objects.all(), number=request.GET.get("page"), per_page=selectors.TOOL_CALLS_PER_PAGE
+    )
+    return render(request, "console/deletions.html", {"page": page, "nav": "deletions"})

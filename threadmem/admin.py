@@ -3,7 +3,9 @@
 Isolation is read-only here: every toggle goes through
 ``services.thread_set_isolated``/``message_set_isolated`` (the console or the
 API), so the audit trail never misses one. The logs (tool calls, isolation
-events) are read-only records. Foreign keys are raw ids: a select box with a
+events, deletions) are read-only records. Nothing is deleted here: a deletion goes
+through ``threadmem.erase`` (the API, the commands), which removes what derives
+from the rows too and records it. Foreign keys are raw ids: a select box with a
 million messages would never render.
 """
 
@@ -14,6 +16,7 @@ from django.db.models.functions import Length
 
 from threadmem.models import (
     Compaction,
+    Deletion,
     EmbeddingProgress,
     Generation,
     IsolationEvent,
@@ -24,19 +27,21 @@ from threadmem.models import (
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class NoDeleteAdmin(admin.ModelAdmin):
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ReadOnlyAdmin(NoDeleteAdmin):
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
 
 @admin.register(Thread)
-class ThreadAdmin(admin.ModelAdmin):
+class ThreadAdmin(NoDeleteAdmin):
     list_display = ["channel", "title", "owner", "isolated", "current_generation", "last_activity_at"]
     list_filter = ["isolated"]
     search_fields = ["channel", "title", "owner__username"]
@@ -47,7 +52,7 @@ class ThreadAdmin(admin.ModelAdmin):
 
 
 @admin.register(Generation)
-class GenerationAdmin(admin.ModelAdmin):
+class GenerationAdmin(NoDeleteAdmin):
     list_display = ["thread", "number", "state", "started_at", "closed_at", "summary_message"]
     list_filter = ["state"]
     search_fields = ["thread__channel"]
@@ -56,7 +61,7 @@ class GenerationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
+class MessageAdmin(NoDeleteAdmin):
     list_display = ["id", "thread", "generation", "seq", "role", "kind", "content_chars", "model_visible", "isolated"]
     list_filter = ["role", "kind", "model_visible", "isolated"]
     search_fields = ["=id", "thread__channel", "session_id", "tool_call_id"]
@@ -75,7 +80,7 @@ class MessageAdmin(admin.ModelAdmin):
 
 
 @admin.register(ToolArgument)
-class ToolArgumentAdmin(admin.ModelAdmin):
+class ToolArgumentAdmin(NoDeleteAdmin):
     list_display = ["message", "call_index", "tool_name", "path"]
     search_fields = ["tool_name", "path", "tool_call_id"]
     raw_id_fields = ["message", "thread"]
@@ -86,7 +91,7 @@ class ToolArgumentAdmin(admin.ModelAdmin):
 
 
 @admin.register(Compaction)
-class CompactionAdmin(admin.ModelAdmin):
+class CompactionAdmin(NoDeleteAdmin):
     list_display = [
         "thread",
         "generation",
@@ -104,7 +109,7 @@ class CompactionAdmin(admin.ModelAdmin):
 
 
 @admin.register(EmbeddingProgress)
-class EmbeddingProgressAdmin(admin.ModelAdmin):
+class EmbeddingProgressAdmin(NoDeleteAdmin):
     list_display = ["thread", "model", "embedded_seq", "chunks", "failures", "failed_at", "updated_at"]
     list_filter = ["model"]
     search_fields = ["thread__channel", "last_error"]
@@ -128,3 +133,10 @@ class IsolationEventAdmin(ReadOnlyAdmin):
     list_filter = ["isolated", "surface"]
     search_fields = ["thread__channel", "actor__username"]
     list_select_related = ["actor", "thread"]
+
+
+@admin.register(Deletion)
+class DeletionAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "kind", "channel", "owner_name", "actor_name", "surface"]
+    list_filter = ["kind", "surface"]
+    search_fields = ["channel", "owner_name", "actor_name"]

@@ -11,22 +11,11 @@ from typing import Any
 
 from rest_framework.fields import DateTimeField
 
-from threadmem.models import Message
+from threadmem.models import Message, quotes_isolated
 from threadmem.store import StoredMessage
 
 # DRF's rendering of a time (its settings and time zone), as MessageSerializer renders created_at.
 _DATETIME = DateTimeField()
-
-
-def quotes_isolated(message: Message | StoredMessage) -> bool:
-    """Isolated content: an isolated message, or a summary something superseded.
-
-    A summary is superseded when an isolation rewrote it
-    (compaction/resummarize.py), so its text may quote what was isolated; a
-    summary a client superseded is hidden too, which costs nothing the model
-    reads (superseded messages are out of every context).
-    """
-    return message.isolated or (message.kind == Message.Kind.SUMMARY and message.superseded_by_id is not None)
 
 
 def message_data(

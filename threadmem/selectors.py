@@ -17,7 +17,7 @@ from django.db.models.functions import Coalesce
 
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.lib.storable import text_problem
-from threadmem.models import Generation, Message, Thread
+from threadmem.models import WITHDRAWN_PREFIX, Generation, Message, Thread
 
 
 def is_operator(user: AbstractBaseUser) -> bool:
@@ -26,7 +26,7 @@ def is_operator(user: AbstractBaseUser) -> bool:
 
 
 def thread_list_for(*, user: AbstractBaseUser) -> QuerySet[Thread]:
-    threads = Thread.objects.select_related("owner")
+    threads = Thread.objects.select_related("owner").exclude(channel__startswith=WITHDRAWN_PREFIX)
     if is_operator(user):
         return threads
     return threads.filter(owner=user)

@@ -23,6 +23,7 @@ from django.utils import timezone
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
 from threadmem.lib.validate import check_text, check_tool_calls, require_keys
 from threadmem.models import Generation, IsolationEvent, Message, Thread
+from threadmem.redaction import messages_redact
 from threadmem.store import MessageIn, StoredMessage, analyze_after_bulk_write, store_orm, store_pg
 
 CHANNEL_MAX_CHARS = 255
@@ -31,7 +32,7 @@ ID_FIELD_MAX_CHARS = 255
 # Ids are 64-bit; a larger number would overflow the database driver, not just miss.
 MAX_ROW_ID = 2**63 - 1
 # The suffixes of the /api/v1/threads/<channel>/<suffix>/ routes.
-CHANNEL_RESERVED_LAST_SEGMENTS = frozenset({"messages", "context", "compact", "compactions", "turns"})
+CHANNEL_RESERVED_LAST_SEGMENTS = frozenset({"messages", "context", "compact", "compactions", "turns", "export"})
 # Tuples, not sets: a client may send an unhashable role such as a list.
 ROLES = tuple(Message.Role.values)
 KINDS = tuple(Message.Kind.values)
@@ -275,12 +276,17 @@ def messages_store(*, thread: Thread, messages: Sequence[MessageIn], run_hooks: 
     again: the answer carries the stored one in its place, so a retried
     append, or a re-imported file, adds only what is new.
 
+    Secrets in the messages' content and tool-call arguments are replaced
+    first, in the given MessageIn objects themselves (``redaction.messages_redact``).
+
     ``run_hooks=False`` defers the after-append hooks: an agent turn appends
     several times and runs them once, after its last append
     (``after_append``), so no compaction starts in the middle of a turn.
     """
     if not messages:
         raise InvalidInput("nothing to append")
+    # The one home of "what is stored is redacted" for every path that appends (threadmem/redaction.py).
+    messages_redact(messages)
     now = timezone.now()
     store = store_pg if connection.vendor == "postgresql" else store_orm
     with transaction.atomic():

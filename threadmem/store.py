@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 from django.db import connection, transaction
 from django.db.models import F
 
+from threadmem.errors import NotFound
 from threadmem.lib.jsonleaves import string_leaves
 from threadmem.models import Message, Thread, ToolArgument
 
@@ -113,6 +114,11 @@ def _pg_cursor() -> Any:
     return psycopg.Cursor(connection.connection)
 
 
+def _deleted(thread: Thread) -> NotFound:
+    """The thread was deleted while this append waited for its row lock (threadmem/erase)."""
+    return NotFound(f"thread {thread.channel!r} not found: it was deleted")
+
+
 def store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -> list[StoredMessage]:
     """Reserve seqs and ids in one round trip, then COPY the messages and their tool-argument leaves.
 
@@ -126,6 +132,8 @@ def store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) ->
     created_at = now.isoformat()  # one timestamp for the batch, formatted once
     with _pg_cursor() as cursor:
         reserved = cursor.execute(_PG_RESERVE, {"count": len(messages), "now": now, "thread": thread_id}).fetchall()
+        if not reserved:
+            raise _deleted(thread)
         with cursor.copy(_PG_COPY_MESSAGES) as copy:
             for (generation, seq, pk), m in zip(reserved, messages, strict=True):
                 row = StoredMessage(pk, thread_id, generation, seq, *_input_values(m), False, None, m.tool_calls, now)
@@ -143,7 +151,8 @@ def store_pg(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) ->
 
 def store_orm(*, thread: Thread, messages: Sequence[MessageIn], now: datetime) -> list[StoredMessage]:
     """The portable path (SQLite): the seq block with an UPDATE, then bulk_create, which returns the ids there."""
-    Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + len(messages), last_activity_at=now)
+    if not Thread.objects.filter(pk=thread.pk).update(next_seq=F("next_seq") + len(messages), last_activity_at=now):
+        raise _deleted(thread)
     next_seq, generation = Thread.objects.values_list("next_seq", "current_generation").get(pk=thread.pk)
     first_seq = next_seq - len(messages)
     rows = Message.objects.bulk_create(

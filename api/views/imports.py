@@ -16,9 +16,17 @@ from rest_framework.views import APIView
 from api.endpoints import errors
 from api.serializers import ReadOnlyModelSerializer
 from threadmem import selectors
+from threadmem.compaction.pointer import compaction_pointer
 from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
 from threadmem.imports import capture, uploads
-from threadmem.imports.catalogue import HOOK_FIELD_MAX_CHARS, SESSION_CATALOGUE_MAX_CHARS, session_start_catalogue
+from threadmem.imports.catalogue import (
+    COMPACT_SOURCE,
+    HOOK_FIELD_MAX_CHARS,
+    SESSION_CATALOGUE_MAX_CHARS,
+    check_hook_fields,
+    session_start_catalogue,
+    session_thread,
+)
 from threadmem.imports.records import FORMATS
 from threadmem.models import Import
 from threadmem.services import CHANNEL_MAX_CHARS
@@ -53,7 +61,9 @@ class ImportRequest(serializers.Serializer):
 
     file = serializers.FileField(help_text="the JSONL, one record a line")
     format = serializers.ChoiceField(
-        choices=list(FORMATS), required=False, help_text="claude-code (default), codex or openai"
+        choices=list(FORMATS),
+        required=False,
+        help_text="claude-code, codex, openai or threadmem (an export); default: read from the first record",
     )
     channel = serializers.CharField(
         required=False, max_length=CHANNEL_MAX_CHARS, help_text="the thread to import into (one session only)"
@@ -66,11 +76,14 @@ class ImportListView(APIView):
     @extend_schema(
         summary="Import agent sessions from a JSONL upload",
         description=(
-            "Multipart `file` (or the raw body) holding Claude Code transcript records or OpenAI chat "
-            "conversations, one a line; `format` (`claude-code`, the default, or `openai`) and `channel` as form "
-            "fields or query parameters. Small uploads import in the request (201); larger ones in a task (202): "
-            "read `imports/{id}/` for the outcome. An upload that is not JSONL answers 400 and stores nothing; a "
-            "channel of another owner answers 404; an upload over THREADMEM_IMPORT_MAX_BYTES answers 413.\n\n"
+            "Multipart `file` (or the raw body) holding Claude Code transcript records, Codex rollout records, "
+            "OpenAI chat conversations or a threadmem export (`GET threads/{channel}/export/`), one a line; "
+            "`format` (default: read from the first record, Claude Code's when it names no other) and `channel` as "
+            "form fields or query parameters. An export restores its thread whole: an existing channel is never "
+            "written to, and `isolated` is restored for admins only (docs/imports.md). Small uploads import in the "
+            "request (201); larger ones in a task (202): read `imports/{id}/` for the outcome. An upload that is "
+            "not JSONL answers 400 and stores nothing; a channel of another owner answers 404; an upload over "
+            "THREADMEM_IMPORT_MAX_BYTES answers 413.\n\n"
             "**Capture** (a hook on another host): the raw body holds the new bytes of one session file, `offset` "
             "the byte they start at and `name` the file's path on the client. They are appended to the server's "
             "copy of the file and what it gained is imported (200, with the copy's new `offset`); a half-written "
@@ -102,7 +115,7 @@ class ImportListView(APIView):
             raise InvalidInput("send the JSONL as a multipart field named 'file' (or as the raw body)", field="file")
         if _param(request, "offset"):
             return _capture(request, upload)
-        fmt = _param(request, "format") or "claude-code"
+        fmt = _param(request, "format")
         channel = _param(request, "channel")
         record = uploads.import_upload(
             owner=request.user, fmt=fmt, name=upload.name or "", chunks=upload.chunks(), channel=channel
@@ -172,7 +185,7 @@ class ImportDetailView(APIView):
 
 class SessionCatalogueView(APIView):
     @extend_schema(
-        summary="The pointer at session start: the caller's earlier sessions of a project",
+        summary="The pointer at session start: the caller's earlier sessions of a project, or after a compaction",
         description=(
             "What a SessionStart hook on another host adds to the new session's context "
             "(`scripts/threadmem-capture-hook`; `manage.py capture` prints the same locally): the caller's "
@@ -181,7 +194,12 @@ class SessionCatalogueView(APIView):
             "project: threads whose working directory is `cwd`, or whose session file (as the client named it "
             "when capturing) is in the folder of `transcript_path`; `session_id` (the session starting) is left "
             f"out. `context` is empty when there is none, and at most {SESSION_CATALOGUE_MAX_CHARS} characters. "
-            "Only the caller's own threads are listed."
+            "Only the caller's own threads are listed.\n\n"
+            f"With `source={COMPACT_SOURCE}` (the hook after the agent's own compaction, once the hook has sent "
+            "what the compaction wrote): where the compacted part of session `session_id` went instead: its "
+            "channel and the paths, commands, hosts and URLs its tool calls touched, grouped, each group with the "
+            "`search_memory` call that brings one back, those the agent's summary does not mention first; names "
+            "only, never content, at most the same number of characters."
         ),
         parameters=[
             OpenApiParameter(
@@ -191,6 +209,7 @@ class SessionCatalogueView(APIView):
                 ("cwd", "the hook's cwd: the project's working directory"),
                 ("transcript_path", "the hook's transcript_path: the new session's file on the client"),
                 ("session_id", "the hook's session_id: the session starting, left out"),
+                ("source", f"the hook's source; {COMPACT_SOURCE}: point at the compacted part of session_id"),
             )
         ],
         responses={
@@ -202,10 +221,17 @@ class SessionCatalogueView(APIView):
         tags=["imports"],
     )
     def get(self, request: Request) -> Response:
-        text = session_start_catalogue(
-            owner=request.user,
-            cwd=request.query_params.get("cwd", ""),
-            transcript_path=request.query_params.get("transcript_path", ""),
-            session_id=request.query_params.get("session_id", ""),
-        )
+        params = request.query_params
+        source, session_id = params.get("source", ""), params.get("session_id", "")
+        check_hook_fields(source=source)
+        if source == COMPACT_SOURCE:
+            thread = session_thread(owner=request.user, session_id=session_id)
+            text = compaction_pointer(thread=thread).text if thread is not None else ""
+        else:
+            text = session_start_catalogue(
+                owner=request.user,
+                cwd=params.get("cwd", ""),
+                transcript_path=params.get("transcript_path", ""),
+                session_id=session_id,
+            )
         return Response({"context": text})

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 
 from api.declared import path_parameter, query_parameters
 from api.endpoints import errors
+from api.serializers import DeletionSerializer
 from api.serializers import MessageSerializer as StoredMessageSerializer
 from api.serializers_memory import (
     AuditReadSerializer,
@@ -30,6 +31,7 @@ from api.serializers_memory import (
 )
 from api.views.threads import JSONAPIView, Pagination, body_object
 from threadmem import selectors, services
+from threadmem.erase.messages import message_erase
 from threadmem.errors import InvalidInput
 from threadmem.models import ToolCall
 from threadmem.render import message_data
@@ -139,6 +141,22 @@ class MessageView(JSONAPIView):
             raise InvalidInput("send isolated: true or false", field="isolated")
         message = services.message_set_isolated(message=message, isolated=body["isolated"], actor=request.user)
         return Response(message_data(message))
+
+    @extend_schema(
+        summary="Erase a message for good (admins only)",
+        description=(
+            "For a leaked secret: the message, its tool-call leaves and pieces are deleted, and every summary "
+            "that may have quoted it is withdrawn and written again without it, as isolation does. Superusers "
+            "and holders of threadmem.isolate only (403 otherwise). A summary is not erased itself (400), nor a "
+            "message a fork starts from (409). The answer is the deletion's record (no content)."
+        ),
+        parameters=[MESSAGE_ID_PARAMETER],
+        responses={200: DeletionSerializer, **errors(400, 401, 403, 404, 409)},
+        tags=["memory"],
+    )
+    def delete(self, request: Request, message_id: str) -> Response:
+        message = selectors.message_get_for(user=request.user, message_id=message_id, model_facing=False)
+        return Response(DeletionSerializer(message_erase(message=message, actor=request.user)).data)
 
 
 class ToolCallListView(JSONAPIView):

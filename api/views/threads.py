@@ -21,6 +21,7 @@ from api.endpoints import errors, one_or_many, thread_endpoint
 from api.fastjson import FastJSONParser, FastJSONRenderer, SafeJSONParser
 from api.serializers import (
     ContextSerializer,
+    DeletionSerializer,
     MessageRequest,
     MessageSerializer,
     ThreadCreateRequest,
@@ -29,6 +30,7 @@ from api.serializers import (
     ThreadUpdateRequest,
 )
 from threadmem import selectors, services
+from threadmem.erase.threads import thread_delete
 from threadmem.errors import InvalidInput
 from threadmem.lib.validate import require_keys
 from threadmem.models import Thread
@@ -170,6 +172,27 @@ class ThreadDetailView(JSONAPIView):
             if "title" in body:
                 services.thread_update(thread=thread, title=body["title"])
         return Response(thread_detail(thread))
+
+    @thread_endpoint(
+        summary="Delete a thread and everything derived from it",
+        description=(
+            "The owner deletes its own threads, operators any. Messages, tool-call leaves, pieces and their "
+            "indexes, compactions, the thread's tool-call log rows, capture cursors and the server's copies of "
+            "captured files, import records: all go, in one transaction. A thread with forks answers 409 naming "
+            "them unless `forks=delete` deletes them with it. The answer is the deletion's record (no content)."
+        ),
+        parameters=[
+            OpenApiParameter("forks", str, enum=["refuse", "delete"], description="what to do with forks (refuse)")
+        ],
+        responses={200: DeletionSerializer, **errors(400, 409)},
+        tags=["threads"],
+    )
+    def delete(self, request: Request, thread: Thread) -> Response:
+        forks = request.query_params.get("forks", "refuse")
+        if forks not in ("refuse", "delete"):
+            raise InvalidInput(f"forks must be refuse or delete, got {forks!r}", field="forks")
+        deletion = thread_delete(thread=thread, actor=request.user, with_forks=forks == "delete")
+        return Response(DeletionSerializer(deletion).data)
 
 
 class MessageListView(JSONAPIView):

@@ -116,7 +116,7 @@ def test_a_capture_for_one_owner_never_lands_in_anothers_thread(owner, other, tm
     shutil.copy(data_dir() / "short.jsonl", live)
     before = row_counts()
     out, err = run_capture(monkeypatch, hook_json("Stop", transcript=live, session_id=session), "--owner", "other")
-    assert out == "" and err.count("\n") == 1 and "not found" in err
+    assert out == "" and err.count("\n") == 1 and "already exists" in err
     assert row_counts() == before
 
 

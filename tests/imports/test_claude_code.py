@@ -149,7 +149,7 @@ def test_an_import_never_appends_to_another_owners_channel(owner, other):
     path = data_dir() / "short.jsonl"
     run(str(path), "--channel", "mine")
     before = Message.objects.count()
-    with pytest.raises(CommandError, match="not found"):
+    with pytest.raises(CommandError, match="already exists"):
         run(str(path), "--channel", "mine", owner="other")
     assert Message.objects.count() == before
     assert Thread.objects.get(channel="mine").owner == owner

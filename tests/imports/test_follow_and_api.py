@@ -132,7 +132,7 @@ def test_an_upload_into_another_owners_channel_is_refused_and_attaches_nothing(o
     make_thread(owner, "owners-channel")
     before = row_counts()
     response = upload(other_api, (data_dir() / "short.jsonl").read_bytes(), channel="owners-channel")
-    assert response.status_code == 404
+    assert response.status_code == 409 and response.json()["detail"] == "channel 'owners-channel' already exists"
     assert row_counts() == before
 
 

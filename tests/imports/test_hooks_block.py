@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -36,10 +37,25 @@ def commands(hooks: dict) -> dict[str, str]:
     return found
 
 
+def codex_hooks_block() -> dict:
+    """The Codex CLI block (``~/.codex/config.toml``)."""
+    (block,) = re.findall(r"```toml\n(\[\[hooks\.SessionStart\]\].*?)\n```", DOC.read_text(encoding="utf-8"), re.DOTALL)
+    return tomllib.loads(block)["hooks"]
+
+
 def test_the_doc_has_a_local_and_a_remote_block_for_every_event_capture_handles():
     local, remote = (commands(hooks) for hooks in hooks_blocks())
     assert set(local) == set(remote) == {*CAPTURE_EVENTS, "SessionStart"}
     assert set(local.values()) == {LOCAL} and set(remote.values()) == {REMOTE}
+    # Startup and resume get the catalogue of earlier sessions; compact the pointer to the compacted part.
+    assert all(hooks["SessionStart"][0]["matcher"] == "startup|resume|compact" for hooks in hooks_blocks())
+
+
+def test_the_codex_block_names_only_events_capture_handles_with_the_local_command():
+    hooks = codex_hooks_block()
+    assert {"SessionStart", "Stop", "PreCompact"} <= set(hooks) <= {*CAPTURE_EVENTS, "SessionStart"}
+    assert hooks["SessionStart"][0]["matcher"] == "startup|resume|compact"
+    assert {h["command"] for groups in hooks.values() for group in groups for h in group["hooks"]} == {LOCAL}
 
 
 @pytest.mark.django_db(transaction=True)

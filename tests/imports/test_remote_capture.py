@@ -88,14 +88,22 @@ def test_bytes_that_do_not_start_where_the_servers_copy_ends_answer_409_with_its
 
 
 @pytest.mark.django_db
-def test_a_remote_capture_for_one_owner_never_lands_in_anothers_thread(owner, other_api):
+def test_a_remote_capture_for_one_owner_never_lands_in_anothers_thread(owner, other_api, settings):
     raw = (data_dir() / "short.jsonl").read_bytes()
     session = json.loads(raw.splitlines()[1])["sessionId"]
     make_thread(owner, f"claude-code:{session}")
     before = row_counts()
     response = send(other_api, f"{CLIENT_DIR}/short.jsonl", 0, raw)
-    assert response.status_code == 404
+    # The answer creating that channel gets: it is taken, and nothing says whose.
+    assert response.status_code == 409
+    assert response.json()["detail"] == f"channel 'claude-code:{session}' already exists"
+    assert other_api.post("/api/v1/threads/", {"channel": f"claude-code:{session}"}, format="json").json() == (
+        response.json()
+    )
     assert row_counts() == before
+    # Nor are its bytes kept: the server's copies hold nothing of a refused capture.
+    captures = settings.THREADMEM_IMPORT_DIR / "captures"
+    assert not [p for p in captures.rglob("*") if p.is_file()] if captures.exists() else True
 
 
 @pytest.mark.django_db

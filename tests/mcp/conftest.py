@@ -8,45 +8,20 @@ database (a file on SQLite, so a child process opens it too); the tests use
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.support.factories import append, make_thread
-from tests.support.mcp_client import ROOT, SECRET, START_SECONDS, child_env, free_port
+from tests.support.mcp_client import SECRET, asgi_server
 from tests.support.personas import persona_fixture
 
 
 @pytest.fixture(scope="module")
 def web(django_db_setup, tmp_path_factory) -> Iterator[str]:
     """The deployment's ASGI app (API, console, MCP) under uvicorn; yields its base URL."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("uvicorn") / "uvicorn.log"
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=ROOT,
-            env=child_env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + START_SECONDS
-        while "Application startup complete" not in log_path.read_text():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"uvicorn did not start:\n{log_path.read_text()}")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    with asgi_server(tmp_path_factory.mktemp("uvicorn")) as url:
+        yield url
 
 
 # Rows the server processes must see: committed, in a transactional test database.

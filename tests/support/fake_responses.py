@@ -8,11 +8,16 @@ one): above ``model_auto_compact_token_limit``, Codex compacts its context
 after that command; it asks the same model for a handoff summary, which the
 script answers with ``summary`` (it names no identifier, as a real summary
 drops most of them).
+
+``MemoryScript`` then calls threadmem's ``search_memory`` through Codex's MCP
+namespace: with given arguments, or with the first call the pointer names that
+a SessionStart hook handed Codex after its compaction.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -56,6 +61,63 @@ class Script:
                 return [{**call, "arguments": json.dumps({"cmd": self.commands[self.ran - 1]})}]
             self.usage.append(SMALL_USAGE)
             return [_message(self.final, number)]
+
+
+# Codex 0.171 offers an MCP server's tools as a namespace ``mcp__<server>``; a call names the namespace and the tool.
+MCP_NAMESPACE = "mcp__threadmem"
+SEARCH_CALL_ID = "call_search_memory"
+SEARCH_CALL_RE = re.compile(r'search_memory\(channel=("(?:[^"\\]|\\.)*"), query=("(?:[^"\\]|\\.)*")\)')
+POINTER_MARK = "[threadmem]"
+
+
+class MemoryScript(Script):
+    """The commands (and compactions) of ``Script``, then one ``search_memory`` call: with ``search_arguments``, or
+    when they are None with the first call the pointer in the request names (``pointer``: that text). ``outputs``:
+    the output items Codex handed back for it."""
+
+    def __init__(self, commands: list[str], *, search_arguments: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(commands, **kwargs)
+        self.search_arguments = search_arguments
+        self.pointer = ""
+        self.outputs: list[dict[str, Any]] = []
+
+    def answer(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        if COMPACTION_MARK in _last_user_text(body) or self.ran < len(self.commands):
+            return super().answer(body)
+        with self._lock:
+            self.requests.append(body)
+            self.usage.append(SMALL_USAGE)
+            items = body.get("input") or []
+            outputs = [
+                i for i in items if i.get("type") == "function_call_output" and i.get("call_id") == SEARCH_CALL_ID
+            ]
+            if outputs:
+                self.outputs = outputs
+                return [_message(self.final, len(self.requests))]
+            if self.search_arguments is None:
+                self.pointer = "\n".join(t for t in map(_item_text, items) if POINTER_MARK in t)
+                match = SEARCH_CALL_RE.search(self.pointer)
+                self.search_arguments = (
+                    {"channel": json.loads(match.group(1)), "query": json.loads(match.group(2))} if match else {}
+                )
+            arguments = json.dumps(self.search_arguments)
+            call = {"type": "function_call", "call_id": SEARCH_CALL_ID, "namespace": MCP_NAMESPACE}
+            return [{**call, "name": "search_memory", "arguments": arguments}]
+
+    def output_texts(self) -> list[str]:
+        """The texts of the search's output items as Codex handed them to the model."""
+        texts = []
+        for item in self.outputs:
+            output = item.get("output")
+            parts = output if isinstance(output, list) else [{"text": output}]
+            texts += [str(part.get("text") or "") for part in parts if isinstance(part, dict)]
+        return texts
+
+
+def _item_text(item: dict[str, Any]) -> str:
+    if item.get("type") != "message":
+        return ""
+    return "".join(part.get("text", "") for part in item.get("content") or [] if isinstance(part, dict))
 
 
 def _last_user_text(body: dict[str, Any]) -> str:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,6 +80,35 @@ def token_of(user) -> str:
 def text_of(result: Any) -> str:
     assert len(result.content) == 1
     return result.content[0].text
+
+
+@contextmanager
+def asgi_server(log_dir: Path, **extra_env: str) -> Iterator[str]:
+    """The deployment's ASGI app (API, console, MCP) under uvicorn in a process of its own; yields its base URL."""
+    port = free_port()
+    log_path = log_dir / "uvicorn.log"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=ROOT,
+            env=child_env(**extra_env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while "Application startup complete" not in log_path.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"uvicorn did not start:\n{log_path.read_text()}")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def free_port() -> int:

@@ -95,6 +95,8 @@ class Access:
     way: str
     ok: bool | None  # None: the call has no result (yet)
     result_id: int | None = None
+    # The argument's last key (``file_path``, ``command``), "" for a result's text: what the call did with it.
+    key: str = ""
 
 
 @dataclass
@@ -256,6 +258,7 @@ def collect_resources(messages: Iterable[Any]) -> list[Resource]:
                         way=f"{name} (tool_args.{path})" if path else name,
                         ok=ok,
                         result_id=result.id if result is not None else None,
+                        key=_last_key(path),
                     )
                     record(kind, resource_name, access, from_arguments=True)
         if message.role == "tool" and message.content:

@@ -36,6 +36,7 @@ from threadmem.compaction import service
 from threadmem.compaction.claim import LIVE, lease_duration
 from threadmem.compaction.summary import Summary, summarize
 from threadmem.models import Compaction, Generation, Message, Thread
+from threadmem.redaction import text_redacted
 from threadmem.services import create_unless_conflicting
 
 TRIGGER = "isolation"
@@ -48,7 +49,7 @@ def resummarize_after_isolation(message: Message, actor: AbstractBaseUser) -> Co
     """``services.after_isolation_hooks``: rewrite every summary ``message`` reached; answer the thread's own."""
     if not message.isolated:
         return None
-    forks = _descendants(_forks_holding(message))
+    forks = forks_holding(message)
     _lock([message.thread_id, *(fork.pk for fork in forks)])
     own = _ask(thread_id=message.thread_id, generation=message.generation, actor=actor)
     for fork in forks:
@@ -64,6 +65,11 @@ def resummarize_after_thread_isolation(thread: Thread, actor: AbstractBaseUser) 
     _lock([fork.pk for fork in forks])
     asked = (_ask(thread_id=fork.pk, generation=_first_generation(fork), actor=actor) for fork in forks)
     return [compaction for compaction in asked if compaction is not None]
+
+
+def forks_holding(message: Message) -> list[Thread]:
+    """Every fork whose context held ``message``, transitively: their summaries were written from it."""
+    return _descendants(_forks_holding(message))
 
 
 def _forks_holding(message: Message) -> list[Thread]:
@@ -214,7 +220,7 @@ def _resummarize_generation(thread: Thread, number: int) -> tuple[Message, Summa
                 seq=locked.next_seq,
                 role=Message.Role.USER,
                 kind=Message.Kind.SUMMARY,
-                content=summary.content,
+                content=text_redacted(summary.content),  # its input may predate redaction; a model may write one out
             )
             Message.objects.filter(pk=generation.summary_message_id).update(superseded_by=message)
             Generation.objects.filter(pk=generation.pk).update(summary_message=message)

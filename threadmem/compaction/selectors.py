@@ -66,17 +66,19 @@ def generation_input(*, thread: Thread, generation: int, cut_seq: int) -> Genera
 def source_withdrawn(*, thread_id: int, source: Sequence[tuple[int, int]]) -> bool:
     """Whether a summary's input (``Summary.source``) is no longer all the model may see of it.
 
-    An isolation after the input was read (of one of its messages, or of a
+    An isolation or an erasure after the input was read (of one of its messages, or of a
     parent thread a fork's context came from), or a summary in it rewritten
     by a re-summary since: a summary written from that input would quote
     what was withdrawn. The commits ask under the thread row lock, which the
     isolation hook takes too (compaction/resummarize.py), so an isolation is
     either seen here or sees the summary committed and rewrites it.
     """
-    ids = [message_id for message_id, _ in source]
+    ids = sorted({message_id for message_id, _ in source})
     batch = connection.features.max_query_params or 10_000
     for start in range(0, len(ids), batch):
-        if Message.objects.filter(pk__in=ids[start : start + batch]).exclude(MODEL_VISIBLE).exists():
+        part = ids[start : start + batch]
+        # Counted, not excluded: a message erased since (threadmem/erase) is withdrawn too.
+        if Message.objects.filter(MODEL_VISIBLE, pk__in=part).count() < len(part):
             return True
     ancestors = {owner for _, owner in source} - {thread_id}
     return bool(ancestors) and Thread.objects.filter(pk__in=ancestors, isolated=True).exists()

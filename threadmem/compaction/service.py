@@ -63,6 +63,7 @@ from threadmem.compaction.lease import claim_heartbeat, heartbeat_lease
 from threadmem.compaction.summary import Summary, summarize
 from threadmem.errors import Conflict, ServiceUnavailable
 from threadmem.models import Compaction, Generation, Message, Thread
+from threadmem.redaction import text_redacted
 from threadmem.services import create_unless_conflicting
 
 logger = logging.getLogger(__name__)
@@ -190,7 +191,7 @@ def compaction_commit(*, claim: Claim, summary: Summary) -> Message | None:
             seq=seq,
             role=Message.Role.USER,
             kind=Message.Kind.SUMMARY,
-            content=summary.content,
+            content=text_redacted(summary.content),  # its input may predate redaction; a model may write one out
             created_at=now,
         )
         Generation.objects.filter(thread=thread, number=claim.generation).update(

@@ -185,8 +185,28 @@ def capture_append(
         if offset not in (0, size):
             raise OffsetMismatch(size)
         copy.parent.mkdir(parents=True, exist_ok=True)
-        with copy.open("wb" if offset == 0 else "ab") as handle:
-            for chunk in chunks:
-                handle.write(chunk)
-        capture_file(owner=owner, path=copy, key=key, result=result, fmt=fmt, source_path=name, locked=cursor)
+        # A refused capture (another owner's session, a bad record) keeps nothing of what it sent.
+        previous = copy.with_name(f"{copy.name}.previous")
+        if offset == 0 and copy.exists():
+            copy.replace(previous)
+        try:
+            with copy.open("wb" if offset == 0 else "ab") as handle:
+                for chunk in chunks:
+                    handle.write(chunk)
+            capture_file(owner=owner, path=copy, key=key, result=result, fmt=fmt, source_path=name, locked=cursor)
+        except BaseException:
+            _restore(copy, previous=previous, size=size)
+            raise
+        previous.unlink(missing_ok=True)
         return RemoteCapture(offset=copy.stat().st_size, result=result)
+
+
+def _restore(copy: Path, *, previous: Path, size: int) -> None:
+    """The server's copy as it was before a capture that failed: the replaced file back, or the new bytes cut."""
+    if previous.exists():
+        previous.replace(copy)
+    elif size:
+        with copy.open("r+b") as handle:
+            handle.truncate(size)
+    else:
+        copy.unlink(missing_ok=True)

@@ -1,6 +1,6 @@
 """The pointer at session start: where this project's earlier sessions are in threadmem, never their content.
 
-Claude Code's ``SessionStart`` hook adds the text to the new session's
+Claude Code's and Codex's ``SessionStart`` hook adds the text to the new session's
 context (``hookSpecificOutput.additionalContext``). It lists the owner's
 earlier sessions of the same project (same working directory, or transcripts
 in the same Claude Code project folder): channel, first prompt (or title),
@@ -16,6 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, OuterRef, Q, Subquery
 
 from threadmem.errors import InvalidInput
+from threadmem.imports.codex import CHANNEL_PREFIX as CODEX_CHANNEL_PREFIX
 from threadmem.lib.storable import text_problem
 from threadmem.models import Message, Thread
 
@@ -25,13 +26,22 @@ PROMPT_MAX_CHARS = 90
 HOOK_FIELD_MAX_CHARS = 4_096
 # The session starting is named by Claude Code's session id; its thread's channel is the importer's.
 SESSION_CHANNEL_PREFIX = "claude-code:"
+# A Codex session's thread (imports/codex.py): the hooks of both agents name their session by its id.
+SESSION_CHANNEL_PREFIXES = (SESSION_CHANNEL_PREFIX, f"{CODEX_CHANNEL_PREFIX}:")
+# A Codex rollout (``sessions/YYYY/MM/DD/rollout-*.jsonl``) lies in a day's folder, not a project's.
+CODEX_ROLLOUT_PREFIX = "rollout-"
+# SessionStart's source after the agent's own compaction: the hook points at the compacted part instead
+# (compaction/pointer.py).
+COMPACT_SOURCE = "compact"
 HINT = (
     "To recall what was decided or done in one of them, call search_memory with its channel "
     '(or channel "*" for all your threads); message_context_read expands a hit.'
 )
 
 
-def session_catalogue(*, owner: AbstractBaseUser, cwd: str, project_dir: str = "", exclude_channel: str = "") -> str:
+def session_catalogue(
+    *, owner: AbstractBaseUser, cwd: str, project_dir: str = "", exclude_channels: tuple[str, ...] = ()
+) -> str:
     """The catalogue text, or "" when the project has no earlier session in threadmem."""
     where = Q(source_cwd=cwd) if cwd else Q(pk__in=[])
     if project_dir.rstrip("/"):  # never "/": that would be every session of the owner
@@ -45,7 +55,7 @@ def session_catalogue(*, owner: AbstractBaseUser, cwd: str, project_dir: str = "
     )
     threads = list(
         Thread.objects.filter(where, owner=owner, parent__isnull=True, isolated=False)
-        .exclude(channel=exclude_channel)
+        .exclude(channel__in=exclude_channels)
         .order_by("-last_activity_at", "-id")
         .annotate(prompt=Subquery(first_prompt))
         .values("pk", "channel", "title", "prompt", "created_at", "last_activity_at")[:SESSION_CATALOGUE_MAX_SESSIONS]
@@ -78,19 +88,36 @@ def session_start_catalogue(
 
     The project folder is the transcript's folder as the client names it:
     a remote capture keeps the client's path as the thread's ``source_path``.
+    A Codex rollout's folder is a day (``sessions/YYYY/MM/DD``), not a project: its sessions are found by ``cwd``.
     """
-    for name, value in (("cwd", cwd), ("transcript_path", transcript_path), ("session_id", session_id)):
+    check_hook_fields(cwd=cwd, transcript_path=transcript_path, session_id=session_id)
+    transcript = PurePosixPath(transcript_path.replace("\\", "/"))
+    by_folder = transcript_path and not transcript.name.startswith(CODEX_ROLLOUT_PREFIX)
+    return session_catalogue(
+        owner=owner,
+        cwd=cwd,
+        project_dir=str(transcript.parent) if by_folder else "",
+        exclude_channels=tuple(f"{prefix}{session_id}" for prefix in SESSION_CHANNEL_PREFIXES) if session_id else (),
+    )
+
+
+def check_hook_fields(**fields: str) -> None:
+    """InvalidInput naming the first hook field that is too long or holds what no text field may (a NUL)."""
+    for name, value in fields.items():
         too_long = f"is over {HOOK_FIELD_MAX_CHARS} characters" if len(value) > HOOK_FIELD_MAX_CHARS else None
         problem = text_problem(value) or too_long
         if problem:
             raise InvalidInput(f"{name} {problem}", field=name)
-    transcript = transcript_path.replace("\\", "/")
-    return session_catalogue(
-        owner=owner,
-        cwd=cwd,
-        project_dir=str(PurePosixPath(transcript).parent) if transcript else "",
-        exclude_channel=f"{SESSION_CHANNEL_PREFIX}{session_id}" if session_id else "",
-    )
+
+
+def session_thread(*, owner: AbstractBaseUser, session_id: str) -> Thread | None:
+    """The owner's thread of the agent session ``session_id`` (Claude Code's or Codex's), None before its first
+    capture."""
+    check_hook_fields(session_id=session_id)
+    if not session_id:
+        return None
+    channels = [f"{prefix}{session_id}" for prefix in SESSION_CHANNEL_PREFIXES]
+    return Thread.objects.filter(owner=owner, channel__in=channels, parent__isnull=True).order_by("id").first()
 
 
 def _session_line(thread: dict, messages: int) -> str:

@@ -20,8 +20,12 @@ One file is one session. What each record becomes:
 - Skipped: ``progress`` (hook, tool and subagent progress: the subagent's
   own file holds its messages), ``file-history-snapshot``,
   ``queue-operation`` (a queued prompt arrives later as a user record),
-  ``summary`` and ``custom-title`` (titles). Any other type, or a record
-  without one, is reported with its line number and skipped.
+  ``summary`` and ``custom-title`` (titles); Claude Code 2.1.3xx's
+  ``attachment`` (context it injects: hook output, file snapshots, listings,
+  what isMeta records held before) and its bookkeeping (``last-prompt``,
+  ``atis-latch``, ``api-request``, ``api-request-blob``,
+  ``api-request-shape``, ``tools-used``, ``cost-state``). Any other type, or a
+  record without one, is reported with its line number and skipped.
 """
 
 from __future__ import annotations
@@ -33,7 +37,14 @@ from threadmem.imports.records import Boundary, Item, Line, Msg, Problem, Summar
 from threadmem.models import Message
 from threadmem.services import message_parse
 
-SKIPPED_TYPES = frozenset({"progress", "file-history-snapshot", "queue-operation", "summary", "custom-title"})
+SKIPPED_TYPES = frozenset(
+    {
+        *("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title"),
+        # Claude Code 2.1.3xx: injected context (never a message of the conversation), then bookkeeping.
+        *("attachment", "last-prompt", "atis-latch", "api-request", "api-request-blob", "api-request-shape"),
+        *("tools-used", "cost-state"),
+    }
+)
 THINKING_SUFFIX = ":thinking"
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from threadmem.lib.jsonleaves import string_leaves
 from threadmem.models import Chunk, EmbeddingProgress, Generation, Message, Thread, ToolArgument
+from threadmem.redaction import messages_redact
 from threadmem.services import MessageIn
 
 
@@ -81,6 +82,7 @@ def generation_close_imported(*, thread: Thread, event: MessageIn) -> bool:
 
     Answers False (and changes nothing) when the thread already holds the event.
     """
+    messages_redact([event])
     with transaction.atomic(savepoint=False):
         locked = _locked(thread)
         if _holds(locked, event.source_id):
@@ -101,6 +103,7 @@ def generation_summary_imported(*, thread: Thread, summary: MessageIn, origin: s
     already has one, or there is none) closes the current generation first.
     Answers None when the thread already holds it.
     """
+    messages_redact([summary])
     with transaction.atomic(savepoint=False):
         locked = _locked(thread)
         if _holds(locked, summary.source_id):
@@ -136,6 +139,7 @@ def message_grow_imported(*, thread: Thread, message_id: int, message: MessageIn
     still have their pieces. The generation's running total grows by the
     difference.
     """
+    messages_redact([message])  # done already when it came through messages_store: redacting again changes nothing
     with transaction.atomic(savepoint=False):
         _locked(thread)
         stored = Message.objects.filter(pk=message_id, thread=thread).first()

@@ -14,7 +14,9 @@ import orjson
 from threadmem.services import MessageIn
 
 CODEX = "codex"
-FORMATS = ("claude-code", "openai", CODEX)
+# threadmem's own export (export.py), restored whole by restore.py.
+THREADMEM = "threadmem"
+FORMATS = ("claude-code", "openai", CODEX, THREADMEM)
 # Only a run of 19 or more digits can be an integer orjson rounds to a float.
 _LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
@@ -127,8 +129,9 @@ def detect_format(path: Path) -> str:
     """A session file's format, from its first record; "" while that record is not complete (a live file).
 
     A Codex rollout's lines are ``{timestamp, type, payload}`` envelopes (the
-    first a ``session_meta``); an OpenAI chat line holds ``messages``; any
-    other record is Claude Code's.
+    first a ``session_meta``); an OpenAI chat line holds ``messages``; a
+    threadmem export's header says ``"format": "threadmem"``; any other
+    record is Claude Code's.
     """
     with path.open("rb") as handle:
         for raw in handle:
@@ -141,6 +144,8 @@ def detect_format(path: Path) -> str:
             except orjson.JSONDecodeError:
                 return "claude-code"  # reported as a bad line by its parser
             if isinstance(record, dict):
+                if record.get("format") == THREADMEM:
+                    return THREADMEM
                 if record.get("type") == "session_meta" or ("payload" in record and "timestamp" in record):
                     return CODEX
                 if "messages" in record:

@@ -36,7 +36,8 @@ def import_run(*, import_id: int, raise_errors: bool = False) -> None:
             lines_skipped=report.skipped,
             messages_imported=report.messages_new,
             messages_known=report.messages_known,
-            errors=report.problems[:MAX_REPORTED_PROBLEMS],
+            # A restored export's notes (a fork restored as a plain thread) are shown with the problems.
+            errors=(report.problems + report.notes)[:MAX_REPORTED_PROBLEMS],
         )
     except DomainError as exc:
         outcome.update(status=Import.Status.FAILED, error=exc.message)

@@ -18,7 +18,7 @@ from django.db import connection, transaction
 
 from threadmem import services
 from threadmem.errors import InvalidInput
-from threadmem.imports import claude_code, codex, openai_chat
+from threadmem.imports import claude_code, codex, openai_chat, restore
 from threadmem.imports.generations import (
     generation_close_imported,
     generation_summary_imported,
@@ -27,6 +27,7 @@ from threadmem.imports.generations import (
 from threadmem.imports.records import (
     CODEX,
     FORMATS,
+    THREADMEM,
     Boundary,
     Item,
     Line,
@@ -40,6 +41,7 @@ from threadmem.imports.records import (
 )
 from threadmem.imports.threads import subagent_fork_point, thread_for_import
 from threadmem.models import Thread
+from threadmem.redaction import text_redacted
 
 BATCH_SIZE = 500
 # A transaction per this much of a file (FileImport.step).
@@ -64,13 +66,19 @@ class ImportReport:
     messages_grown: int = 0
     channels: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "file:line: reason", the first MAX_REPORTED_PROBLEMS
+    # What was imported otherwise than the file holds (a restored fork without its parent), "file:line: note".
+    notes: list[str] = field(default_factory=list)
 
     def problem(self, where: str, line: int, reason: str) -> str:
         self.skipped += 1
-        text = f"{where}:{line}: {reason}"
+        text = f"{where}:{line}: {text_redacted(reason)}"  # a reason may quote what the line held
         if len(self.problems) < MAX_REPORTED_PROBLEMS:
             self.problems.append(text)
         return text
+
+    def note(self, where: str, line: int, text: str) -> None:
+        if len(self.notes) < MAX_REPORTED_PROBLEMS:
+            self.notes.append(f"{where}:{line}: {text}")
 
     def channel(self, channel: str) -> None:
         if channel not in self.channels:
@@ -166,6 +174,10 @@ class FileImport:
     ) -> None:
         if fmt not in FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+        if fmt == THREADMEM:
+            raise InvalidInput(
+                f"{path}: a threadmem export is restored whole (import_sessions), not followed or captured"
+            )
         self.path, self.fmt, self.owner, self.report = path, fmt, owner, report
         self.channel = channel
         self.source_path = source_path or str(path)
@@ -280,7 +292,8 @@ class FileImport:
     def _codex_thread(self) -> Thread:
         parser = self.parser
         session_id = parser.session_id or getattr(parser, "fallback_session_id", "") or self.path.stem
-        prompt = " ".join((parser.first_user_text or "").split())[:80]
+        # The title is the first prompt's start: stored text, redacted as the prompt is.
+        prompt = " ".join(text_redacted(parser.first_user_text or "").split())[:80]
         return thread_for_import(
             owner=self.owner,
             channel=self.channel or f"{codex.CHANNEL_PREFIX}:{session_id}",
@@ -309,7 +322,9 @@ class FileImport:
         parent_session = self.path.parent.parent.name
         parent_channel = self.channel or f"{CLAUDE_CODE}:{parent_session}"
         parent = Thread.objects.filter(channel=parent_channel, owner=self.owner).first()
-        fork = subagent_fork_point(parent=parent, prompt=self.parser.first_user_text, agent=agent) if parent else None
+        # The parent's Task call holds the prompt as it was stored: redacted.
+        prompt = text_redacted(self.parser.first_user_text or "") or None
+        fork = subagent_fork_point(parent=parent, prompt=prompt, agent=agent) if parent else None
         return thread_for_import(
             owner=self.owner,
             channel=f"{parent_channel}:{agent}",
@@ -331,19 +346,39 @@ def import_paths(
     source_path: str | None = None,
     on_problem: Callable[[str], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    restore_isolation: bool | None = None,
 ) -> ImportReport:
     """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing).
 
     Without ``fmt``, each file's format is read from its first record (``records.detect_format``).
+    threadmem exports are restored first, each parent before its forks;
+    ``restore_isolation`` (default: whether the owner may isolate) lets them restore ``isolated``.
     """
     report = ImportReport()
     files = [f for p in paths for f in session_files(p, fmt=fmt)]
     if channel and fmt != OPENAI and sum(1 for f in files if not is_subagent_file(f)) > 1:
         raise InvalidInput("--channel names one thread: give it with one session file only", field="channel")
+    formats = {path: fmt or detect_format(path) or CLAUDE_CODE for path in files}
+    exports = restore.restore_order([path for path in files if formats[path] == THREADMEM])
+    if restore_isolation is None:
+        restore_isolation = services.can_isolate(owner)
+    for path in exports:
+        _restore(
+            path,
+            owner=owner,
+            report=report,
+            channel=channel,
+            where=source_path or str(path),
+            restore_isolation=restore_isolation,
+            on_problem=on_problem,
+            progress=progress,
+        )
     for path in files:
+        if formats[path] == THREADMEM:
+            continue
         FileImport(
             path=path,
-            fmt=fmt or detect_format(path) or CLAUDE_CODE,
+            fmt=formats[path],
             owner=owner,
             report=report,
             channel=channel,
@@ -353,6 +388,36 @@ def import_paths(
     if report.messages_new:
         statistics_refresh()
     return report
+
+
+def _restore(
+    path: Path,
+    *,
+    owner: AbstractBaseUser,
+    report: ImportReport,
+    channel: str | None,
+    where: str,
+    restore_isolation: bool,
+    on_problem: Callable[[str], None] | None,
+    progress: Callable[[int], None] | None,
+) -> None:
+    """Restore one threadmem export (``restore``) and count it in the report."""
+    report.files += 1
+    restored = restore.thread_restore(
+        path=path, owner=owner, channel=channel, restore_isolation=restore_isolation, progress=progress
+    )
+    report.lines += restored.lines
+    report.bytes += restored.bytes
+    report.messages_new += restored.messages_new
+    report.messages_known += restored.messages_known
+    if restored.channel and not restored.refused:
+        report.channel(restored.channel)
+    for problem in restored.problems:
+        text = report.problem(where, problem.line, problem.reason)
+        if on_problem is not None:
+            on_problem(text)
+    for note in restored.notes:
+        report.note(where, note.line, note.reason)
 
 
 def statistics_refresh() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem import services
-from threadmem.errors import Conflict, NotFound
+from threadmem.errors import Conflict
 from threadmem.models import Generation, Message, Thread, ToolArgument
 
 TASK_TOOL_NAMES = ("Task", "Agent")
@@ -22,7 +22,7 @@ def thread_for_import(
     fork_from: Message | None = None,
     cwd: str = "",
 ) -> Thread:
-    """The owner's thread on ``channel``, created if new; another owner's channel is NotFound, never appended to."""
+    """The owner's thread on ``channel``, created if new; another owner's channel is a Conflict, never appended to."""
     thread = Thread.objects.filter(channel=channel).first()
     if thread is None:
         try:
@@ -40,7 +40,8 @@ def thread_for_import(
             thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
             return thread
     if thread.owner_id != owner.pk:
-        raise NotFound(f"thread {channel!r} not found: an import never appends to another owner's thread")
+        # Never appended to, and answered as thread_create answers a taken channel: nothing says whose it is.
+        raise Conflict(f"channel {channel!r} already exists", field="channel")
     return thread
 
 

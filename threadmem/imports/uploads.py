@@ -13,7 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from threadmem.errors import InvalidInput, PayloadTooLarge
-from threadmem.imports.records import FORMATS
+from threadmem.imports.records import FORMATS, detect_format
 from threadmem.imports.run import import_run
 from threadmem.imports.tasks import import_run_task
 from threadmem.lib.validate import check_text
@@ -49,9 +49,10 @@ def import_upload(
     """Store the upload and create its Import; run it now if small, else enqueue its task after commit.
 
     Whatever refuses the upload (its size, its lines, its channel, an error of the import itself)
-    deletes the stored file: only an Import waiting for its task keeps one.
+    deletes the stored file: only an Import waiting for its task keeps one. Without ``fmt`` the format
+    is read from the first record (Claude Code's when it names no other).
     """
-    if fmt not in FORMATS:
+    if fmt and fmt not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
     channel = check_text(channel, name="channel", max_chars=CHANNEL_MAX_CHARS)
     # The file's name is only shown back: keep what can be stored of it rather than refuse the upload.
@@ -63,6 +64,7 @@ def import_upload(
     try:
         size = _write(path, chunks)
         _check_jsonl(path)
+        fmt = fmt or detect_format(path) or "claude-code"
         record = Import.objects.create(owner=owner, format=fmt, name=name, path=str(path), size=size, channel=channel)
         if size <= settings.THREADMEM_IMPORT_INLINE_BYTES:
             import_run(import_id=record.pk, raise_errors=True)

@@ -8,15 +8,17 @@ all as ``threadmem.models``.
 
 from __future__ import annotations
 
-from threadmem.models.audit import IsolationEvent, ToolCall
+from threadmem.models.audit import Deletion, IsolationEvent, ToolCall
 from threadmem.models.threads import (
     MODEL_VISIBLE,
     SEARCHABLE,
+    WITHDRAWN_PREFIX,
     Generation,
     Message,
     MessageQuerySet,
     Thread,
     ToolArgument,
+    quotes_isolated,
     searchable_q,
 )
 from threadmem.models.work import LIVE_STATUSES, CaptureCursor, Chunk, Compaction, EmbeddingProgress, Import, WorkStatus
@@ -25,9 +27,11 @@ __all__ = [
     "LIVE_STATUSES",
     "MODEL_VISIBLE",
     "SEARCHABLE",
+    "WITHDRAWN_PREFIX",
     "CaptureCursor",
     "Chunk",
     "Compaction",
+    "Deletion",
     "EmbeddingProgress",
     "Generation",
     "Import",
@@ -38,5 +42,6 @@ __all__ = [
     "ToolArgument",
     "ToolCall",
     "WorkStatus",
+    "quotes_isolated",
     "searchable_q",
 ]

@@ -71,3 +71,36 @@ class IsolationEvent(models.Model):
     def __str__(self) -> str:
         target = f"message {self.message_id}" if self.message_id else f"thread {self.thread_id}"
         return f"{target} isolated={self.isolated}"
+
+
+class Deletion(models.Model):
+    """The record of one deletion: who removed what and how much, never the content removed.
+
+    Names are kept as text: the thread is gone, and the actor or owner may be
+    erased after it (``manage.py forget_owner``).
+    """
+
+    class Kind(models.TextChoices):
+        THREAD = "thread"
+        MESSAGE = "message"
+        OWNER = "owner"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # "retention" or "forget_owner" when no person asked (the periodic task, a command run without --actor).
+    actor_name = models.CharField(max_length=150)
+    owner_name = models.CharField(max_length=150)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    surface = models.CharField(max_length=16, default="api")
+    channel = models.CharField(max_length=255, blank=True, default="")
+    message_id = models.BigIntegerField(null=True, blank=True)
+    # Rows removed per table ("messages", "tool_arguments", "chunks", ...) and the threads' channels.
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = NEWEST_FIRST
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.channel or self.owner_name} by {self.actor_name}"

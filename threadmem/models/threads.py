@@ -12,6 +12,9 @@ from django.db.models import Q
 
 # The order of the rows kept as a history (the tool-call log, isolation events, imports, compactions).
 NEWEST_FIRST = ["-created_at", "-id"]
+# A thread being deleted (threadmem/erase/threads.py) is renamed to this prefix and its id: DEL is a control
+# character no channel may hold, so no caller names it, and listings leave it out.
+WITHDRAWN_PREFIX = "\x7fdeleted:"
 
 
 class Thread(models.Model):
@@ -197,6 +200,17 @@ def searchable_q(prefix: str = "") -> Q:
             f"{prefix}superseded_by__isnull": True,
         }
     )
+
+
+def quotes_isolated(message: Message) -> bool:
+    """Isolated content: an isolated message, or a summary something superseded (a row, or a stored tuple).
+
+    A summary is superseded when an isolation rewrote it
+    (compaction/resummarize.py), so its text may quote what was isolated; a
+    summary a client superseded is hidden too, which costs nothing the model
+    reads (superseded messages are out of every context).
+    """
+    return message.isolated or (message.kind == Message.Kind.SUMMARY and message.superseded_by_id is not None)
 
 
 SEARCHABLE = searchable_q()

@@ -21,6 +21,7 @@ from threadmem import metrics
 from threadmem.errors import DomainError
 from threadmem.lib.storable import int_in_range
 from threadmem.models import ToolCall
+from threadmem.redaction import text_redacted
 
 # A refused call may carry a huge argument; the log keeps a readable prefix.
 LOGGED_ARGUMENT_MAX_CHARS = 2_000
@@ -28,6 +29,8 @@ LOGGED_ARGUMENT_MAX_CHARS = 2_000
 
 def _loggable(value: Any) -> Any:
     if isinstance(value, str):
+        # A model's or a caller's query may hold a secret (a key it read): logged redacted, as it would be stored.
+        value = text_redacted(value)
         # PostgreSQL's jsonb holds neither NUL nor a lone surrogate; the log shows where they were.
         value = value.replace("\x00", "\\u0000")
         if not value.isascii():

@@ -5,7 +5,9 @@ Reads the hook's JSON on standard input (``session_id``, ``transcript_path``,
 ``SessionEnd`` import what the session file (and its subagents' files)
 gained since the last capture (``threadmem.imports.capture``);
 ``SessionStart`` prints the project's earlier sessions as the hook's
-additional context (``threadmem.imports.catalogue``). ``--path`` captures a
+additional context (``threadmem.imports.catalogue``), and with source
+``compact`` first captures what the compaction wrote, then prints where the
+compacted part went (``threadmem.compaction.pointer``). ``--path`` captures a
 file without a hook (a Codex rollout, a script). The owner is ``--owner``,
 else the owner of the API token in ``THREADMEM_TOKEN``.
 
@@ -26,8 +28,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
+from threadmem.compaction.pointer import compaction_pointer
 from threadmem.imports.capture import CAPTURE_EVENTS, capture_files, session_capture_files
-from threadmem.imports.catalogue import session_start_catalogue
+from threadmem.imports.catalogue import COMPACT_SOURCE, session_start_catalogue, session_thread
 from threadmem.imports.records import FORMATS
 
 TOKEN_VARIABLE = "THREADMEM_TOKEN"
@@ -71,6 +74,8 @@ class Command(BaseCommand):
         user = _owner(owner)
         event = str(hook.get("hook_event_name") or "")
         if event == "SessionStart":
+            if hook.get("source") == COMPACT_SOURCE:
+                self._capture_before_pointing(user, hook, fmt=fmt)
             self._session_start(user, hook)
             return
         if path is None:
@@ -78,8 +83,11 @@ class Command(BaseCommand):
                 self.stderr.write(f"threadmem capture: nothing to do on {event or 'an unnamed event'}")
                 return
             path = Path(str(hook.get("transcript_path") or ""))
-            if not str(hook.get("transcript_path") or "") or not path.is_file():
-                raise CaptureRefused(f"no transcript at {str(path)!r}")
+        self._capture(user, hook, path=path, fmt=fmt)
+
+    def _capture(self, user: Any, hook: dict[str, Any], *, path: Path, fmt: str | None) -> None:
+        if not str(path) or str(path) == "." or not path.is_file():
+            raise CaptureRefused(f"no transcript at {str(path)!r}")
         files = session_capture_files(path)
         agent_file = str(hook.get("agent_transcript_path") or "")
         if agent_file and Path(agent_file).is_file() and Path(agent_file) not in files:
@@ -90,13 +98,27 @@ class Command(BaseCommand):
             _log(f"capture of {path} skipped {report.skipped} bad line(s): {report.problems}")
             self.stderr.write(f"threadmem capture: skipped {report.skipped} bad line(s) in {path}")
 
+    def _capture_before_pointing(self, user: Any, hook: dict[str, Any], *, fmt: str | None) -> None:
+        """What the compaction wrote (the boundary and summary, or the compaction run's file), captured first; a
+        failure is reported and the pointer still names what was stored before."""
+        try:
+            self._capture(user, hook, path=Path(str(hook.get("transcript_path") or "")), fmt=fmt)
+        except Exception as exc:  # see run_from_argv
+            _log_failure(exc)
+            self.stderr.write(f"threadmem capture failed: {_one_line(exc)}")
+
     def _session_start(self, user: Any, hook: dict[str, Any]) -> None:
-        text = session_start_catalogue(
-            owner=user,
-            cwd=str(hook.get("cwd") or ""),
-            transcript_path=str(hook.get("transcript_path") or ""),
-            session_id=str(hook.get("session_id") or ""),
-        )
+        session_id = str(hook.get("session_id") or "")
+        if hook.get("source") == COMPACT_SOURCE:
+            thread = session_thread(owner=user, session_id=session_id)
+            text = compaction_pointer(thread=thread).text if thread is not None else ""
+        else:
+            text = session_start_catalogue(
+                owner=user,
+                cwd=str(hook.get("cwd") or ""),
+                transcript_path=str(hook.get("transcript_path") or ""),
+                session_id=session_id,
+            )
         if text:
             output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
             self.stdout.write(json.dumps(output, ensure_ascii=False))

@@ -1,9 +1,12 @@
-"""``manage.py import_sessions [--format claude-code|openai|codex] PATH... [--owner USER] [--channel C] [--follow]``.
+"""``manage.py import_sessions [--format FORMAT] PATH... [--owner USER] [--channel C] [--follow]``.
+
+FORMAT: claude-code, openai, codex or threadmem (an export); by default each file's, from its first record.
 
 Imports agent sessions (contract §11) through ``threadmem.imports``: a PATH is a
 session file or a folder of them (a Claude Code project folder, or
-``~/.claude/projects`` itself). A bad line is reported with its file and
-line number and skipped; the command then exits non-zero saying how many.
+``~/.claude/projects`` itself, or ``manage.py export``'s folder). A bad line is reported with its file and
+line number and skipped; the command then exits non-zero saying how many. It runs with an operator's
+authority: a threadmem export restores its ``isolated`` flags whoever the owner is.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ PLAIN_PROGRESS_STEP = 0.1  # a plain progress line every tenth of the bytes
 
 
 class Command(BaseCommand):
-    help = "Import Claude Code sessions, Codex CLI rollouts or OpenAI chat JSONL into threads (contract §11)."
+    help = (
+        "Import Claude Code sessions, Codex CLI rollouts, OpenAI chat JSONL or threadmem exports into threads "
+        "(contract §11)."
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -73,7 +79,13 @@ class Command(BaseCommand):
                 total = sum(f.stat().st_size for p in paths for f in session_files(p, fmt=fmt))
                 with Progress(total, self.stderr) as progress:
                     report = import_paths(
-                        paths=paths, fmt=fmt, owner=user, channel=channel, on_problem=self._problem, progress=progress
+                        paths=paths,
+                        fmt=fmt,
+                        owner=user,
+                        channel=channel,
+                        on_problem=self._problem,
+                        progress=progress,
+                        restore_isolation=True,
                     )
         except DomainError as exc:
             raise CommandError(exc.message) from None
@@ -83,6 +95,8 @@ class Command(BaseCommand):
             + (f", {report.messages_grown} grown" if report.messages_grown else "")
             + f"; threads: {', '.join(report.channels) or 'none'}"
         )
+        for note in report.notes:
+            self.stdout.write(f"note: {note}")
         if report.skipped:
             raise CommandError(f"skipped {report.skipped} bad line(s); the rest was imported")
 

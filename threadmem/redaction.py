@@ -1,0 +1,246 @@
+"""Secrets never stored (issue #42): the switch, what an ingest path redacts, and the cleaning of an existing store.
+
+Every write of new text redacts it here first when ``THREADMEM_REDACT_SECRETS`` is on (the default):
+``services.messages_store`` (appends, imports, uploads, capture, agent turns) and the writes beside it (an
+import's boundaries, summaries and grown messages, compaction's summaries, a title taken from a prompt, an
+import's problems). The rules are ``threadmem.lib.redact``'s.
+
+``store_redact`` (``manage.py redact_secrets``) applies the same rules to what was stored before: message content
+and tool calls, their tool-argument leaves, thread titles, import problems, and every index derived from them
+(pieces and their vectors are dropped for the embedding pipeline to cut and embed again; the literal indexes
+follow the rows' UPDATEs by themselves).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Count, F, Min
+from django.db.models.functions import Greatest
+
+from threadmem.lib.jsonleaves import string_leaves
+from threadmem.lib.redact import redact, redact_arguments, redact_tool_calls, redactions, screen
+from threadmem.models import Chunk, EmbeddingProgress, Import, Message, Thread, ToolArgument, ToolCall
+from threadmem.store import MessageIn
+
+# Messages read, and changed ones written, per transaction of ``store_redact``.
+BATCH_MESSAGES = 500
+
+
+def redaction_on() -> bool:
+    return bool(settings.THREADMEM_REDACT_SECRETS)
+
+
+def text_redacted(text: str) -> str:
+    """``text`` as it may be stored: its secrets replaced, unless redaction is off."""
+    return redact(text) if redaction_on() else text
+
+
+def messages_redact(messages: Iterable[MessageIn]) -> None:
+    """Replace the secrets in each parsed message's content and tool-call arguments, in place.
+
+    The batch's texts are screened together first (``lib.redact.screen``): one scan of them all, and nothing
+    more when none may hold a secret. In place, so that a caller comparing what it parsed with what was stored
+    (an import growing a streamed message) compares like with like. ``size`` stays the parsed size: the limit
+    was checked on it.
+    """
+    if not redaction_on():
+        return
+    messages = list(messages)
+    texts = [m.content for m in messages]
+    texts += (value for m in messages for call in m.tool_calls for _, value in string_leaves(call.get("arguments")))
+    among = screen(texts)
+    if not among:
+        return
+    for message in messages:
+        message.content = redact(message.content, among)
+        if message.tool_calls:
+            message.tool_calls = redact_tool_calls(message.tool_calls, among)
+
+
+# --- cleaning a store written before -----------------------------------------------------------------------------
+
+
+@dataclass
+class StoreRedaction:
+    """What ``store_redact`` changed (or would change, in a dry run): counts only, never a secret."""
+
+    messages_read: int = 0
+    messages_changed: int = 0
+    tool_arguments_changed: int = 0
+    chunks_dropped: int = 0
+    titles_changed: int = 0
+    imports_changed: int = 0
+    logged_calls_changed: int = 0
+    by_rule: Counter[str] = field(default_factory=Counter)
+    by_thread: Counter[int] = field(default_factory=Counter)
+    # The threads whose pieces were dropped: the embedding pipeline embeds them again.
+    to_embed: set[int] = field(default_factory=set)
+    # The last message id done: ``from_id=last_id + 1`` resumes after it.
+    last_id: int = 0
+
+
+@dataclass
+class _Changed:
+    id: int
+    thread_id: int
+    content: str
+    tool_calls: list[dict[str, Any]]
+
+
+def _count(report: StoreRedaction, thread_id: int, texts: Iterable[str]) -> bool:
+    labels = [r.label for text in texts for r in redactions(text)]
+    report.by_rule.update(labels)
+    report.by_thread[thread_id] += len(labels)
+    return bool(labels)
+
+
+def _argument_texts(tool_calls: list[dict[str, Any]]) -> Iterable[str]:
+    return (value for call in tool_calls for _, value in string_leaves(call.get("arguments")))
+
+
+def store_redact(
+    *,
+    owner: AbstractBaseUser | None = None,
+    from_id: int = 1,
+    dry_run: bool = False,
+    batch: int = BATCH_MESSAGES,
+    progress: Callable[[StoreRedaction], None] | None = None,
+) -> StoreRedaction:
+    """Redact every stored message from id ``from_id`` on (of ``owner``'s threads, or all), then titles, imports
+    and the tool-call log.
+
+    Messages go in ascending id, ``batch`` at a time, each batch committed on its own (``progress`` is called
+    after each): a run stopped midway resumes with ``from_id=last_id + 1``, and a run over a clean store changes
+    nothing, so running again from the start is safe too. ``dry_run`` counts what would change and writes nothing.
+    """
+    report = StoreRedaction(last_id=from_id - 1)
+    messages = Message.objects.order_by("id")
+    if owner is not None:
+        messages = messages.filter(thread__owner=owner)
+    while True:
+        rows = list(
+            messages.filter(id__gt=report.last_id).values_list("id", "thread_id", "content", "tool_calls")[:batch]
+        )
+        if not rows:
+            break
+        changed = []
+        for message_id, thread_id, content, tool_calls in rows:
+            if _count(report, thread_id, [content, *_argument_texts(tool_calls or [])]):
+                changed.append(_Changed(message_id, thread_id, content, tool_calls or []))
+        report.messages_read += len(rows)
+        report.messages_changed += len(changed)
+        if changed and dry_run:
+            _messages_count(changed, report)
+        elif changed:
+            _messages_commit(changed, report)
+        report.last_id = rows[-1][0]
+        if progress is not None:
+            progress(report)
+    _titles(report, owner=owner, dry_run=dry_run)
+    _imports(report, owner=owner, dry_run=dry_run)
+    _logged_calls(report, owner=owner, dry_run=dry_run)
+    return report
+
+
+def _messages_count(changed: list[_Changed], report: StoreRedaction) -> None:
+    """A dry run's count of the leaves and pieces ``_messages_commit`` would change."""
+    ids = [c.id for c in changed]
+    values = ToolArgument.objects.filter(message_id__in=ids).values_list("value", flat=True)
+    report.tool_arguments_changed += sum(1 for value in values if redactions(value))
+    report.chunks_dropped += Chunk.objects.filter(message_id__in=ids).count()
+
+
+def _messages_commit(changed: list[_Changed], report: StoreRedaction) -> None:
+    """Write the batch's redacted messages and leaves, and drop their pieces, in one transaction."""
+    ids = [c.id for c in changed]
+    with transaction.atomic():
+        # Locked and read again: an import may have grown one since the batch was read.
+        rows = Message.objects.select_for_update().filter(id__in=ids).values_list("id", "content", "tool_calls")
+        updates = [
+            Message(id=message_id, content=redact(content), tool_calls=redact_tool_calls(tool_calls or []))
+            for message_id, content, tool_calls in rows
+        ]
+        Message.objects.bulk_update(updates, ["content", "tool_calls"])
+        leaves = []
+        for leaf in ToolArgument.objects.filter(message_id__in=ids).only("id", "value"):
+            value = redact(leaf.value)
+            if value is not leaf.value:
+                leaf.value = value
+                leaves.append(leaf)
+        ToolArgument.objects.bulk_update(leaves, ["value"])
+        report.tool_arguments_changed += len(leaves)
+        report.chunks_dropped += _drop_pieces(ids, report)
+        # Every process's ranked-lane caches of these threads (lexicon, spread, vectors) read them again.
+        EmbeddingProgress.objects.filter(thread_id__in={c.thread_id for c in changed}).update(changes=F("changes") + 1)
+
+
+def _drop_pieces(message_ids: list[int], report: StoreRedaction) -> int:
+    """Delete the messages' pieces; each model's progress goes back before the first of them (re-embedded next run)."""
+    pieces = Chunk.objects.filter(message_id__in=message_ids)
+    dropped = list(
+        pieces.values("message__thread_id", "model").annotate(n=Count("id"), first_seq=Min("message__seq")).order_by()
+    )
+    if not dropped:
+        return 0
+    pieces.delete()
+    for row in dropped:
+        thread_id, first_seq = row["message__thread_id"], row["first_seq"]
+        EmbeddingProgress.objects.filter(thread_id=thread_id, model=row["model"]).update(
+            chunks=Greatest(F("chunks") - row["n"], 0)
+        )
+        # The pipeline embeds the messages after embedded_seq that have no pieces, and passes over the others.
+        EmbeddingProgress.objects.filter(thread_id=thread_id, model=row["model"], embedded_seq__gte=first_seq).update(
+            embedded_seq=first_seq - 1
+        )
+        report.to_embed.add(thread_id)
+    return sum(row["n"] for row in dropped)
+
+
+def _titles(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry_run: bool) -> None:
+    threads = Thread.objects.exclude(title="")
+    if owner is not None:
+        threads = threads.filter(owner=owner)
+    for thread_id, title in threads.values_list("id", "title").iterator():
+        if _count(report, thread_id, [title]):
+            report.titles_changed += 1
+            if not dry_run:
+                Thread.objects.filter(pk=thread_id).update(title=redact(title))
+
+
+def _imports(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry_run: bool) -> None:
+    """An import's problems may quote what a bad line held."""
+    imports = Import.objects.all()
+    if owner is not None:
+        imports = imports.filter(owner=owner)
+    for record in imports.only("id", "errors", "error").iterator():
+        texts = [record.error, *(text for text in record.errors or [] if isinstance(text, str))]
+        labels = [r.label for text in texts for r in redactions(text)]
+        if not labels:
+            continue
+        report.imports_changed += 1
+        report.by_rule.update(labels)
+        if not dry_run:
+            errors = [redact(text) if isinstance(text, str) else text for text in record.errors or []]
+            Import.objects.filter(pk=record.pk).update(errors=errors, error=redact(record.error))
+
+
+def _logged_calls(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry_run: bool) -> None:
+    """The tool-call log keeps each call's arguments: a query may have held a secret."""
+    calls = ToolCall.objects.order_by("id")
+    if owner is not None:
+        calls = calls.filter(caller=owner)
+    for call_id, arguments in calls.values_list("id", "arguments").iterator():
+        labels = [r.label for _, text in string_leaves(arguments) for r in redactions(text)]
+        if not labels:
+            continue
+        report.logged_calls_changed += 1
+        report.by_rule.update(labels)
+        if not dry_run:
+            ToolCall.objects.filter(pk=call_id).update(arguments=redact_arguments(arguments))
