@@ -62,6 +62,17 @@ JWT = (
         ("bot 123456789:" + "AAH" + "r4nd0mChars" * 2 + "x" * 10 + ".", "bot [redacted: telegram token]."),
         ('api_key = "' + "Ab3_" * 11 + '"', 'api_key = "[redacted: ibm cloud iam key]"'),
         ("hook https://hooks.slack.com/services/T0001/B0002/" + "w" * 24, "hook [redacted: slack webhook]"),
+        # gitleaks' rules, for what detect-secrets has no plugin for.
+        (
+            "ANTHROPIC_API_KEY=sk-ant-" + "api03-" + "Qz7_" * 23 + "wAA\n",
+            "ANTHROPIC_API_KEY=[redacted: anthropic key]\n",
+        ),
+        ("token github_pat_" + "11ABCDE" * 11 + "xyzab", "token [redacted: github token]"),
+        ('"key": "AIza' + "Sy" + "B4x-" * 8 + 'q"', '"key": "[redacted: google api key]"'),
+        (
+            "-----BEGIN ENCRYPTED " + "PRIVATE KEY-----\n" + KEY_LINES[0] + "\n-----END ENCRYPTED PRIVATE KEY-----",
+            "[redacted: private key]",
+        ),
     ],
 )
 def test_each_rule_replaces_only_the_secret_with_a_placeholder_naming_it(text, expected):
@@ -161,5 +172,6 @@ def test_the_rules_are_the_chosen_plugins_published_patterns_each_once():
     assert len(plugins) == 23
     assert not {"KeywordDetector", "IPPublicDetector"} & set(plugins)
     published = [pattern for plugin in plugins.values() for pattern in plugin.denylist]
-    assert len(RULES) == len(published)
-    assert {id(rule.pattern) for rule in RULES} == {id(pattern) for pattern in published}
+    gitleaks = 4  # transcribed: detect-secrets has no plugin for them
+    assert len(RULES) == len(published) + gitleaks
+    assert {id(rule.pattern) for rule in RULES[: len(published)]} == {id(pattern) for pattern in published}

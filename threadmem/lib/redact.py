@@ -3,7 +3,9 @@
 The rules are the published regexes of detect-secrets' plugins (Yelp, Apache 2.0), imported from the installed
 package, never copied: its provider rules (AWS, Azure storage, GitHub, GitLab, Slack, Stripe, OpenAI, npm, PyPI,
 SendGrid, Twilio, Mailchimp, Discord, Telegram, Square, Artifactory, Cloudant, IBM Cloud IAM and COS HMAC,
-SoftLayer), JSON web tokens, private keys and passwords inside URLs (BasicAuthDetector). Each of them looks for a
+SoftLayer), JSON web tokens, private keys and passwords inside URLs (BasicAuthDetector), and four of gitleaks'
+published rules for what detect-secrets has no plugin for (Anthropic, GitHub fine-grained and Google API keys,
+encrypted private keys). Each of them looks for a
 shape only a credential has: a vendor's prefix, a key header, ``user:password@`` after ``://``.
 
 Left out, because what they flag is what search must find (docs/secrets.md has the measurements):
@@ -321,6 +323,32 @@ RULES: tuple[Rule, ...] = (
             *[{"anchors": ("PRIVATE KEY",), "span": _private_key}] * 7,
             {"anchors": ("PuTTY-User-Key-File-2",), "span": _putty_key},
         ],
+    ),
+)
+# What detect-secrets has no plugin for, from gitleaks' published rules (config/gitleaks.toml, MIT) of the same ids:
+# anthropic-api-key and anthropic-admin-api-key, github-fine-grained-pat, gcp-api-key, and private-key for the
+# headers detect-secrets does not list (ENCRYPTED PRIVATE KEY). gitleaks' entropy floors are left out: each shape is
+# a vendor's prefix and a fixed length.
+_GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+RULES += (
+    Rule(
+        label="anthropic key",
+        pattern=re.compile(rf"\b(sk-ant-(?:api03|admin01)-[a-zA-Z0-9_\-]{{93}}AA){_GITLEAKS_END}"),
+        anchors=("sk-ant-",),
+        span=_group(1),
+    ),
+    Rule(label="github token", pattern=re.compile(r"github_pat_\w{82}"), anchors=("github_pat_",)),
+    Rule(
+        label="google api key",
+        pattern=re.compile(rf"\b(AIza[\w-]{{35}}){_GITLEAKS_END}"),
+        anchors=("AIza",),
+        span=_group(1),
+    ),
+    Rule(
+        label="private key",
+        pattern=re.compile(r"BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?"),
+        anchors=("PRIVATE KEY",),
+        span=_private_key,
     ),
 )
 
