@@ -23,6 +23,11 @@ CHANNEL_PARAMETER = OpenApiParameter(
     description="the thread's channel; it may contain '/' and ':' (e.g. slack:C042/1700000000.1), sent as is or as %2F",
 )
 
+# Channels are unique per owner: an operator names the owner when several hold the channel (409 otherwise).
+OWNER_PARAMETER = OpenApiParameter(
+    "owner", OpenApiTypes.STR, description="operators: the thread's owner (username), when several owners hold it"
+)
+
 ThreadHandler = Callable[[Any, Request, Thread], Response]
 
 
@@ -54,9 +59,12 @@ def thread_endpoint(
     def decorate(handler: ThreadHandler) -> Callable[..., Response]:
         @wraps(handler)
         def with_thread(view: Any, request: Request, channel: str) -> Response:
-            return handler(view, request, selectors.thread_get_for(user=request.user, channel=channel))
+            owner = request.query_params.get("owner")
+            return handler(view, request, selectors.thread_get_for(user=request.user, channel=channel, owner=owner))
 
-        answers = dict(sorted({**responses, **errors(401, 404)}.items()))
-        return extend_schema(parameters=[CHANNEL_PARAMETER, *parameters], responses=answers, **schema)(with_thread)
+        answers = dict(sorted({**responses, **errors(401, 404, 409)}.items()))
+        return extend_schema(parameters=[CHANNEL_PARAMETER, OWNER_PARAMETER, *parameters], responses=answers, **schema)(
+            with_thread
+        )
 
     return decorate

@@ -2,7 +2,8 @@
 
 Domain errors carry their status; DRF's own become its usual answers; a body
 over Django's size limit answers 413; a database that cannot be reached
-answers 503 with ``Retry-After``; anything else is a defect, logged with its
+answers 503 with ``Retry-After`` (saying the request may have been stored
+when the connection was lost at COMMIT); anything else is a defect, logged with its
 traceback and answered as a JSON 500 (never Django's HTML page, which an API
 client cannot read).
 """
@@ -15,6 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent
 from django.db import InterfaceError, OperationalError
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import status
@@ -29,7 +31,14 @@ logger = logging.getLogger(__name__)
 
 SERVER_ERROR = "the server failed to answer this request; it is logged. Nothing was stored by it unless said otherwise"
 DATABASE_UNAVAILABLE = "the database cannot be reached; nothing was stored by this request. Try again shortly"
+# The connection was lost once COMMIT was sent: the server may have committed before it went away.
+DATABASE_OUTCOME_UNKNOWN = (
+    "the database connection was lost while this request was being committed: it may have been stored; "
+    "retry with the same source_id (a message already stored under it is not stored again)"
+)
 DATABASE_RETRY_AFTER_SECONDS = 5
+# The connection's methods that send COMMIT, or run what follows a committed transaction.
+COMMIT_FRAMES = frozenset({"commit", "_commit", "run_and_clear_commit_hooks"})
 # PostgreSQL's connection failures: class 08, the server shutting down or starting (57P01-57P03), too many clients.
 UNREACHABLE_SQLSTATES = ("08", "57P01", "57P02", "57P03", "53300")
 # SQLite's: busy, locked, I/O error, cannot open the file (primary result codes).
@@ -51,6 +60,20 @@ def database_unreachable(exc: Exception) -> bool:
     return sqlstate is None or sqlstate.startswith(UNREACHABLE_SQLSTATES)
 
 
+def lost_at_commit(exc: Exception) -> bool:
+    """Whether ``exc`` came out of a COMMIT (or what runs after one) rather than from before the transaction ended.
+
+    Django's wrapper raises the same error class either way; only the frames it passed through tell them apart.
+    """
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name in COMMIT_FRAMES and isinstance(frame.f_locals.get("self"), BaseDatabaseWrapper):
+            return True
+        tb = tb.tb_next
+    return False
+
+
 def _too_big() -> str:
     return (
         f"the body is over {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes, the limit (DATA_UPLOAD_MAX_MEMORY_SIZE); "
@@ -64,7 +87,10 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         if exc.field:
             body["field"] = exc.field
         set_rollback()
-        return Response(body, status=exc.status_code)
+        retry_after = getattr(exc, "retry_after", None)
+        return Response(
+            body, status=exc.status_code, headers={"Retry-After": str(retry_after)} if retry_after else None
+        )
     if isinstance(exc, ParseError):
         return Response({"detail": f"the body is not valid JSON: {exc.detail}"}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, RequestDataTooBig):
@@ -76,7 +102,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         logger.warning("database unreachable answering %s: %s", getattr(request, "path", "?"), exc)
         set_rollback()
         return Response(
-            {"detail": DATABASE_UNAVAILABLE},
+            {"detail": DATABASE_OUTCOME_UNKNOWN if lost_at_commit(exc) else DATABASE_UNAVAILABLE},
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
         )

@@ -72,6 +72,8 @@ INSTALLED_APPS = [
     "console",
     "cli",
     "mcp_server.apps.MCPConfig",
+    # The authorization server hosted MCP clients connect through (oauth/).
+    "oauth2_provider",
 ]
 
 MIDDLEWARE = [
@@ -233,6 +235,18 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "threadmem")
+# Compaction, embedding and import tasks each go to a queue of their own, so a worker per queue keeps a burst of one
+# kind from delaying the others (docs/production.md); everything else, beat's sweeps included, to the default queue.
+# Set one to the default queue's name to let that queue's workers run it.
+THREADMEM_COMPACTION_QUEUE = env_str("THREADMEM_COMPACTION_QUEUE") or "compaction"
+THREADMEM_EMBEDDINGS_QUEUE = env_str("THREADMEM_EMBEDDINGS_QUEUE") or "embeddings"
+THREADMEM_IMPORTS_QUEUE = env_str("THREADMEM_IMPORTS_QUEUE") or "imports"
+CELERY_TASK_ROUTES = {
+    "threadmem.compaction.run": {"queue": THREADMEM_COMPACTION_QUEUE},
+    "threadmem.compaction.resummarize": {"queue": THREADMEM_COMPACTION_QUEUE},
+    "threadmem.embeddings.embed_thread": {"queue": THREADMEM_EMBEDDINGS_QUEUE},
+    "threadmem.imports.run": {"queue": THREADMEM_IMPORTS_QUEUE},
+}
 
 # --- Models (any OpenAI-compatible server) --------------------------------
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL")
@@ -329,6 +343,53 @@ THREADMEM_MCP_ALLOWED_ORIGINS = [
     if origin.strip()
 ]
 
+# --- OAuth for hosted MCP clients (oauth/, docs/mcp.md) ------------------------
+# The origin clients reach this server at, e.g. https://memory.example.com: the issuer, the MCP resource and every
+# URL the discovery documents name start from it. Empty: from each request's scheme and Host (no proxy in between).
+THREADMEM_PUBLIC_URL = env_str("THREADMEM_PUBLIC_URL").rstrip("/")
+if THREADMEM_PUBLIC_URL and (
+    not THREADMEM_PUBLIC_URL.startswith(("https://", "http://")) or "/" in THREADMEM_PUBLIC_URL.split("://", 1)[1]
+):
+    raise ImproperlyConfigured(
+        f"THREADMEM_PUBLIC_URL must be an origin such as https://host, got {THREADMEM_PUBLIC_URL!r}"
+    )
+# Dynamic client registration (RFC 7591) open to any client; false: an operator registers clients in the admin.
+THREADMEM_OAUTH_REGISTRATION = env_bool("THREADMEM_OAUTH_REGISTRATION", True)
+THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS = env_int("THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+THREADMEM_OAUTH_REFRESH_TOKEN_DAYS = env_int("THREADMEM_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+OAUTH2_PROVIDER = {
+    "SCOPES": {"mcp": "Search your threads and read their stored messages over MCP"},
+    "DEFAULT_SCOPES": ["mcp"],
+    "OAUTH2_VALIDATOR_CLASS": "oauth.validators.ConnectorValidator",
+    "PKCE_REQUIRED": True,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": THREADMEM_OAUTH_REFRESH_TOKEN_DAYS * 86400,
+    "ROTATE_REFRESH_TOKEN": True,
+    # A refresh token used twice revokes its whole family (a stolen one stops working for both holders).
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # Loopback redirect URIs on any port (RFC 8252 §7.3): a client on the owner's machine picks a free one.
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "OIDC_ISS_ENDPOINT": THREADMEM_PUBLIC_URL,
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    "DCR_ENABLED": THREADMEM_OAUTH_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    # RFC 9700 (OAuth security best practice): no implicit or password grant, no "plain" PKCE, tokens only in the
+    # Authorization header, the issuer in the authorization response, tokens stored as hashes.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+}
+# The library warns that http redirect URIs are allowed: registration (oauth/views.py) takes http on loopback
+# addresses only, for clients on the owner's machine (RFC 8252), the rest must be https.
+SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
+
 # --- Imports (threadmem/imports/) ---------------------------------------------
 # Where API uploads wait for their task: workers must see the same folder.
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
@@ -353,6 +414,9 @@ THREADMEM_COMPACTION_TIME_LIMIT = env_int("THREADMEM_COMPACTION_TIME_LIMIT", 900
 # killed worker's compaction is sent again by the sweep (Celery beat) once it runs out.
 THREADMEM_COMPACTION_LEASE = env_int("THREADMEM_COMPACTION_LEASE", 60, minimum=2)
 THREADMEM_COMPACTION_SWEEP_SECONDS = env_int("THREADMEM_COMPACTION_SWEEP_SECONDS", 30, minimum=1)
+# A compaction sent to the broker but not started within this many seconds is sent again by the sweep (its task
+# message was lost, say by a broker restarted without persistence); a duplicate delivery is harmless.
+THREADMEM_COMPACTION_DISPATCH_TIMEOUT = env_int("THREADMEM_COMPACTION_DISPATCH_TIMEOUT", 60, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
 }
@@ -361,6 +425,15 @@ CELERY_BEAT_SCHEDULE = {
 THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0)
 if THREADMEM_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["retention"] = {"task": "threadmem.erase.retention", "schedule": 3600.0}
+# --- Embeddings (threadmem/embeddings/) -------------------------------------------
+# Celery beat queues an embedding run this often for each thread with messages not embedded yet (their
+# tasks never reached a worker: the broker was down, or lost them); a thread whose run made progress
+# within this time is left to it.
+THREADMEM_EMBEDDINGS_SWEEP_SECONDS = env_int("THREADMEM_EMBEDDINGS_SWEEP_SECONDS", 300, minimum=1)
+CELERY_BEAT_SCHEDULE["embeddings-sweep"] = {
+    "task": "threadmem.embeddings.sweep",
+    "schedule": float(THREADMEM_EMBEDDINGS_SWEEP_SECONDS),
+}
 # Registered by workers when they start, not by every process that loads Django (a capture hook starts fast).
 CELERY_IMPORTS = ["threadmem.erase.tasks"]
 

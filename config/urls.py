@@ -14,6 +14,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
     path("console/", include("console.urls")),
+    # OAuth for hosted MCP clients: discovery at /.well-known/, the endpoints under /oauth/.
+    path("", include("oauth.urls")),
 ]
 
 # JSON on /api/ paths, Django's pages elsewhere.

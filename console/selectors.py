@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.paginator import EmptyPage, Page, PageNotAnInteger, Paginator
 from django.db.models import (
     Avg,
@@ -31,7 +32,8 @@ from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
 from console.calls import CallView, attach_calls_of_results, attach_results, attach_tool_calls
-from threadmem.lib.storable import text_problem
+from threadmem import selectors as domain_selectors
+from threadmem.errors import DomainError
 from threadmem.models import Compaction, EmbeddingProgress, Generation, IsolationEvent, Message, Thread, ToolCall
 from threadmem.render import message_data
 
@@ -116,13 +118,12 @@ def thread_get(*, thread_id: int) -> Thread:
         raise Http404(f"thread {thread_id} not found") from None
 
 
-def thread_id_for_channel(*, channel: str) -> int:
-    if text_problem(channel):  # no stored channel has one, and PostgreSQL refuses a NUL in a query
-        raise Http404("no thread with that channel")
-    thread_id = Thread.objects.filter(channel=channel).values_list("id", flat=True).first()
-    if thread_id is None:
-        raise Http404(f"no thread with channel {channel!r}")
-    return thread_id
+def thread_id_for_channel(*, user: AbstractBaseUser, channel: str) -> int:
+    """The thread ``user`` means by ``channel`` (the API's rule); one several owners hold is a 404 naming them."""
+    try:
+        return domain_selectors.thread_get_for(user=user, channel=channel).pk
+    except DomainError as exc:
+        raise Http404(exc.message) from None
 
 
 def _sliced_messages() -> QuerySet[Message]:

@@ -24,4 +24,6 @@ urlpatterns = [
     path("tool-calls/", views.tool_calls, name="tool-calls"),
     path("tool-calls/<int:call_id>/", views.tool_call, name="tool-call"),
     path("deletions/", views.deletions, name="deletions"),
+    path("connectors/", views.connectors, name="connectors"),
+    path("connectors/<int:application_id>/revoke/", views.connector_revoke, name="connector-revoke"),
 ]

@@ -14,6 +14,8 @@ from functools import partial, wraps
 from typing import Any
 
 from django.contrib import messages as flash
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.views import LoginView, redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page
@@ -27,6 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 from console import selectors
 from console.charts import chars_chart
 from console.forms import IsolationForm, SearchForm, StaffAuthenticationForm, ThreadFilterForm, ToolCallFilterForm
+from oauth.tokens import connectors_of, revoke_connector
 from threadmem import services
 from threadmem.compaction.service import compaction_request
 from threadmem.errors import DomainError
@@ -61,6 +64,17 @@ class ConsoleLoginView(LoginView):
     authentication_form = StaffAuthenticationForm
     redirect_authenticated_user = False
 
+    def for_owner(self) -> bool:
+        """Whether this sign-in leads to a connector's consent or to the connectors page: any owner may."""
+        next_path = self.get_redirect_url()
+        return next_path.startswith((reverse("oauth2_provider:authorize"), reverse("console:connectors")))
+
+    def get_form_class(self) -> type[AuthenticationForm]:
+        return AuthenticationForm if self.for_owner() else super().get_form_class()
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {**super().get_context_data(**kwargs), "for_owner": self.for_owner()}
+
 
 def _filtered_page(
     request: HttpRequest, form_class: type[FilterForm], rows_of: Callable[..., QuerySet], per_page: int
@@ -85,7 +99,7 @@ def threads(request: HttpRequest) -> HttpResponse:
 @staff_required
 def thread_by_channel(request: HttpRequest, channel: str) -> HttpResponse:
     """``/console/c/<channel>/``: a URL an operator can type from a channel name."""
-    return redirect("console:thread", thread_id=selectors.thread_id_for_channel(channel=channel))
+    return redirect("console:thread", thread_id=selectors.thread_id_for_channel(user=request.user, channel=channel))
 
 
 def _thread_context(request: HttpRequest, thread: Thread) -> dict[str, Any]:
@@ -298,7 +312,7 @@ def search(request: HttpRequest) -> HttpResponse:
         else:
             context["result"] = result
             if channel is not None:
-                context["scope_thread_id"] = selectors.thread_id_for_channel(channel=channel)
+                context["scope_thread_id"] = selectors.thread_id_for_channel(user=request.user, channel=channel)
                 context["scope_channel"] = channel
     elif form.is_bound:
         context["error"] = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
@@ -344,3 +358,23 @@ def deletions(request: HttpRequest) -> HttpResponse:
         Deletion.objects.all(), number=request.GET.get("page"), per_page=selectors.TOOL_CALLS_PER_PAGE
     )
     return render(request, "console/deletions.html", {"page": page, "nav": "deletions"})
+
+
+# --- connectors ---------------------------------------------------------------
+# Every signed-in owner, staff or not, sees and revokes the clients they authorized (OAuth, oauth/).
+
+
+@require_GET
+@login_required
+def connectors(request: HttpRequest) -> HttpResponse:
+    return render(request, "console/connectors.html", {"connectors": connectors_of(request.user), "nav": "connectors"})
+
+
+@require_POST
+@login_required
+def connector_revoke(request: HttpRequest, application_id: int) -> HttpResponse:
+    if revoke_connector(request.user, application_id):
+        flash.success(request, "Revoked: that client's tokens no longer reach threadmem.")
+    else:
+        flash.info(request, "That client held no token of yours.")
+    return redirect("console:connectors")

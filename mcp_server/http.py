@@ -1,7 +1,8 @@
-"""Streamable HTTP at /mcp/: stateless, JSON answers, behind the caller's DRF token.
+"""Streamable HTTP at /mcp/: stateless, JSON answers, behind the caller's DRF token or OAuth access token.
 
 Every request is authenticated before the SDK sees it: no token or a wrong
-one answers 401 with REST's message (and so no tool list). The caller rides
+one answers 401 with REST's message (and so no tool list) and, for OAuth
+clients, the URL of the resource's metadata (oauth/). The caller rides
 in the ASGI scope to the tool handlers. The Host header is checked against
 Django's ``ALLOWED_HOSTS``, as Django checks it for the rest of the site, and
 an ``Origin`` header against ``THREADMEM_MCP_ALLOWED_ORIGINS`` (the MCP
@@ -29,6 +30,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from mcp_server.auth import Unauthenticated, token_from_header, user_for_token
 from mcp_server.server import build_server
+from oauth.resource import MCP_PATH, base_url, mcp_resource, resource_metadata_url
+from oauth.tokens import TokenRefused, access_token_user
 
 Scope = dict[str, Any]
 USER_KEY = "threadmem.user"
@@ -39,12 +42,39 @@ def _user_of(ctx: ServerRequestContext[Any]) -> AbstractBaseUser:
     return ctx.request.scope[USER_KEY]
 
 
-def _authenticate(header: str | None) -> AbstractBaseUser:
+def _authenticate(header: str | None, resource: str) -> AbstractBaseUser:
+    """The caller: the owner of an API token, else of an OAuth access token issued for ``resource``."""
     close_old_connections()
     try:
-        return user_for_token(token_from_header(header))
+        key = token_from_header(header)
+        try:
+            return user_for_token(key)
+        except Unauthenticated as not_api_token:
+            try:
+                user = access_token_user(key, resource=resource)
+            except TokenRefused as err:
+                raise Unauthenticated(err.message) from None
+            if user is None:
+                raise not_api_token from None
+            return user
     finally:
         close_old_connections()
+
+
+def _base_url(scope: Scope) -> str:
+    scheme = scope.get("scheme", "http")
+    # Behind a proxy that ends TLS, as Django reads it (THREADMEM_PROXY_SSL_HEADER).
+    if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and _header(scope, b"x-forwarded-proto") == "https":
+        scheme = "https"
+    return base_url(scheme, _header(scope, b"host") or "")
+
+
+def _challenge(base: str, path: str, *, token_sent: bool) -> bytes:
+    """RFC 9728 §5.1: the 401 points the client at the resource's metadata, which names the authorization server."""
+    # The resource as the client spelled its URL, /mcp or /mcp/: the metadata names it back exactly.
+    metadata = resource_metadata_url(base, path if path == MCP_PATH.rstrip("/") else MCP_PATH)
+    error = ', error="invalid_token"' if token_sent else ""
+    return f'Bearer realm="threadmem", resource_metadata="{metadata}"{error}'.encode("latin-1")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -117,10 +147,14 @@ class MCPHTTPApp:
         if scope["method"] != "POST":
             await _answer(send, 405, "the MCP endpoint is stateless: send JSON-RPC with POST", ((b"allow", b"POST"),))
             return
+        base = _base_url(scope)
+        authorization = _header(scope, b"authorization")
         try:
-            user = await sync_to_async(_authenticate, thread_sensitive=False)(_header(scope, b"authorization"))
+            user = await sync_to_async(_authenticate, thread_sensitive=False)(authorization, mcp_resource(base))
         except Unauthenticated as err:
-            await _answer(send, 401, err.message, ((b"www-authenticate", b'Bearer realm="threadmem"'),))
+            sent = bool(authorization and authorization.strip())
+            challenge = _challenge(base, scope.get("path", ""), token_sent=sent)
+            await _answer(send, 401, err.message, ((b"www-authenticate", challenge),))
             return
         scope[USER_KEY] = user
         await self.manager.handle_request(scope, receive, send)

@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from django.db.models import Count, F, OuterRef, Subquery, Sum
+from django.db.models import Count, Exists, F, OuterRef, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from threadmem import llm
-from threadmem.models import LIVE_STATUSES, EmbeddingProgress, Import, Thread
+from threadmem.models import LIVE_STATUSES, EmbeddingProgress, Import, Message, Thread
 
 
 class EmbeddingBacklog(NamedTuple):
     model: str
-    threads: int  # threads with messages after their embedded seq
+    threads: int  # threads with messages to embed after their embedded seq (a compaction's summary is none)
     messages: int  # how many messages those are (every role: an upper bound of what will be embedded)
 
 
@@ -27,9 +27,14 @@ def embedding_backlog() -> EmbeddingBacklog | None:
     if not model:
         return None
     embedded = EmbeddingProgress.objects.filter(thread=OuterRef("pk"), model=model).values("embedded_seq")
+    to_embed = Message.objects.filter(
+        thread=OuterRef("pk"), seq__gt=OuterRef("embedded_seq"), kind=Message.Kind.MESSAGE, model_visible=True
+    )
     behind = (
-        Thread.objects.annotate(behind=F("next_seq") - 1 - Coalesce(Subquery(embedded), 0))
+        Thread.objects.annotate(embedded_seq=Coalesce(Subquery(embedded), 0))
+        .annotate(behind=F("next_seq") - 1 - F("embedded_seq"))
         .filter(behind__gt=0)
+        .filter(Exists(to_embed))
         .aggregate(threads=Count("id"), messages=Coalesce(Sum("behind"), 0))
     )
     return EmbeddingBacklog(model, behind["threads"], behind["messages"])

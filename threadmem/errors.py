@@ -47,3 +47,6 @@ class Conflict(DomainError, status_code=409):
 
 class ServiceUnavailable(DomainError, status_code=503):
     """A part the service needs (the task broker) cannot be reached; nothing was changed, try again."""
+
+    # Seconds a client waits before trying again (the Retry-After header).
+    retry_after = 5

@@ -15,7 +15,7 @@ from django.db.models import Q, QuerySet
 
 from threadmem.errors import NotFound
 from threadmem.models import Message, searchable_q
-from threadmem.selectors import ScopePart, is_operator, scope_filter
+from threadmem.selectors import ScopePart, channel_holder, is_operator, scope_filter
 
 # The channel a caller passes to search every thread they may read (as if they passed none).
 GLOBAL_CHANNEL = "*"
@@ -72,18 +72,19 @@ class SearchScope:
 
 
 _CHAIN_SQL = f"""
-WITH RECURSIVE chain(depth, thread_id, owner_id, isolated, parent_id, fork_message_id, max_seq) AS (
-    SELECT 0, t.id, t.owner_id, t.isolated, t.parent_id, t.fork_message_id, CAST(NULL AS bigint)
-    FROM threadmem_thread t WHERE t.channel = %s
+WITH RECURSIVE chain(root, depth, thread_id, owner_id, isolated, parent_id, fork_message_id, max_seq) AS (
+    SELECT t.id, 0, t.id, t.owner_id, t.isolated, t.parent_id, t.fork_message_id, CAST(NULL AS bigint)
+    FROM threadmem_thread t WHERE t.channel = %s AND (t.owner_id = %s OR %s)
     UNION ALL
-    SELECT c.depth + 1, p.id, p.owner_id, p.isolated, p.parent_id, p.fork_message_id,
+    SELECT c.root, c.depth + 1, p.id, p.owner_id, p.isolated, p.parent_id, p.fork_message_id,
            (SELECT f.seq FROM threadmem_message f WHERE f.id = c.fork_message_id)
     FROM chain c JOIN threadmem_thread p ON p.id = c.parent_id
     WHERE c.depth < {FORK_DEPTH_MAX}
 )
-SELECT depth, thread_id, owner_id, isolated, max_seq,
-       (SELECT coalesce(sum(g.visible_chars), 0) FROM threadmem_generation g WHERE g.thread_id = chain.thread_id)
-FROM chain ORDER BY depth
+SELECT root, depth, thread_id, owner_id, isolated, max_seq,
+       (SELECT coalesce(sum(g.visible_chars), 0) FROM threadmem_generation g WHERE g.thread_id = chain.thread_id),
+       (SELECT u.username FROM auth_user u WHERE u.id = chain.owner_id AND chain.depth = 0)
+FROM chain ORDER BY root, depth
 """
 
 
@@ -98,12 +99,14 @@ FROM threadmem_thread t WHERE t.owner_id = %s AND NOT t.isolated
 class ChainRow(NamedTuple):
     """One thread of a channel's fork chain (``_CHAIN_SQL``), the channel's own first."""
 
+    root: int  # the thread on the channel this chain starts from (an operator may find several owners' ones)
     depth: int
     thread_id: int
     owner_id: int
     isolated: bool
     max_seq: int | None  # the fork point in this ancestor; None for the channel's own thread
     visible_bytes: int
+    owner_name: str | None  # the channel's own thread only
 
 
 def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope:
@@ -129,10 +132,14 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
             visible_bytes=sum(int(visible) for _, visible in readable),
         )
     with connection.cursor() as cursor:
-        cursor.execute(_CHAIN_SQL, [channel])
+        cursor.execute(_CHAIN_SQL, [channel, user.pk, operator])
         chain = [ChainRow._make(row) for row in cursor.fetchall()]
-    if not chain or (not operator and chain[0].owner_id != user.pk):
+    if not chain:
         raise NotFound(f"thread {channel!r} not found", field="channel")
+    holders = [(row.root, row.owner_id, row.owner_name or "") for row in chain if row.depth == 0]
+    if len(holders) > 1:
+        root = channel_holder(channel=channel, holders=holders, prefer_owner_id=user.pk)
+        chain = [row for row in chain if row.root == root]
     kept = [row for row in chain if row.depth == 0 or not row.isolated]
     parts = tuple(ScopePart(thread_id=row.thread_id, max_seq=row.max_seq) for row in kept)
     return SearchScope(

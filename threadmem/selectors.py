@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from threadmem.errors import InvalidInput, NotFound
+from threadmem.errors import Conflict, InvalidInput, NotFound
 from threadmem.lib.storable import text_problem
 from threadmem.models import WITHDRAWN_PREFIX, Generation, Message, Thread
 
@@ -32,14 +32,49 @@ def thread_list_for(*, user: AbstractBaseUser) -> QuerySet[Thread]:
     return threads.filter(owner=user)
 
 
-def thread_get_for(*, user: AbstractBaseUser, channel: str) -> Thread:
+def channel_holder(*, channel: str, holders: list[tuple[int, int, str]], prefer_owner_id: int | None = None) -> int:
+    """Which of the threads named ``channel`` (thread id, owner id, owner's name) an operator means.
+
+    Channels are unique per owner, so one name may be several owners' threads: the operator's own, else the only
+    one; several others' are a Conflict that names their owners. ``holders`` is never empty.
+    """
+    own = [thread_id for thread_id, owner_id, _ in holders if owner_id == prefer_owner_id]
+    if own:
+        return own[0]
+    if len(holders) > 1:
+        names = ", ".join(sorted(name for _, _, name in holders))
+        raise Conflict(
+            f"channel {channel!r} is held by {len(holders)} owners ({names}): name one with owner=<username>",
+            field="channel",
+        )
+    return holders[0][0]
+
+
+def thread_get_for(*, user: AbstractBaseUser, channel: str, owner: str | None = None) -> Thread:
+    """The caller's thread on ``channel``; an operator may name its ``owner`` (the username)."""
     if not isinstance(channel, str) or text_problem(channel):
         # No stored channel has a NUL or a lone surrogate, and PostgreSQL refuses both in a query.
         raise NotFound(f"thread {channel!r} not found")
-    try:
-        return thread_list_for(user=user).get(channel=channel)
-    except Thread.DoesNotExist:
-        raise NotFound(f"thread {channel!r} not found") from None
+    return thread_named(channel=channel, owner=owner, user=user)
+
+
+def thread_named(*, channel: str, owner: str | None = None, user: AbstractBaseUser | None = None) -> Thread:
+    """The thread on ``channel`` that ``user`` may read (None: a command on the server reads any).
+
+    A non-operator reads only their own; ``owner`` narrows an operator's (or a command's) choice.
+    """
+    threads = thread_list_for(user=user) if user is not None else Thread.objects.select_related("owner")
+    threads = threads.filter(channel=channel)
+    if user is not None and not is_operator(user):
+        owner = None  # their own already; naming another owner finds nothing anyway
+    if owner is not None:
+        threads = threads.filter(owner__username=owner)
+    found = {thread.pk: thread for thread in threads[:100]}
+    if not found:
+        raise NotFound(f"thread {channel!r} not found")
+    holders = [(thread.pk, thread.owner_id, thread.owner.get_username()) for thread in found.values()]
+    chosen = channel_holder(channel=channel, holders=holders, prefer_owner_id=user.pk if user is not None else None)
+    return found[chosen]
 
 
 def generation_list_for(*, thread: Thread) -> QuerySet[Generation]:

@@ -80,9 +80,12 @@ def test_it_refuses_an_unknown_user(thread, fake_openai):
 
 
 def test_another_owners_thread_is_not_there_for_a_user(thread, other, fake_openai):
-    with pytest.raises(CommandError, match="does not exist"):
-        chat(thread.channel, "--user", "other", lines="hello\n")
-    assert not Message.objects.exists()
+    fake_openai.push_chat("a thread of my own")
+    out, _ = chat(thread.channel, "--user", "other", lines="hello\n")
+    # Channels are per owner: the name another owner holds is a new thread of this user's own.
+    assert f"created thread {thread.channel} owned by other" in out
+    assert not Message.objects.filter(thread=thread).exists()
+    assert Message.objects.filter(thread__owner=other, thread__channel=thread.channel).count() == 2
 
 
 def test_it_reports_model_errors_and_carries_on(thread, fake_openai):

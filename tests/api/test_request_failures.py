@@ -1,17 +1,22 @@
 """What Django or the database refuse answers in the API's JSON with the status that says so: 413 for a body over
-the request limit, 400 for a bad Host, 503 with Retry-After while the database cannot be reached."""
+the request limit, 400 for a bad Host, 503 with Retry-After while the database cannot be reached (saying the request
+may have been stored when the connection was lost at COMMIT)."""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+import sqlite3
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection
 
 from tests.support.api import MESSAGES
+from tests.support.database import other_session
 from tests.support.factories import row_counts
 
 BODY = {"role": "user", "content": "x" * 300}
@@ -82,3 +87,70 @@ def test_an_append_while_the_database_cannot_be_reached_answers_503_with_retry_a
     assert search.status_code == 503
     assert row_counts() == before
     assert owner_api.post(MESSAGES, BODY, format="json").status_code == 201
+
+
+class ReplyLost:
+    """The driver's connection, whose next COMMIT reaches the server but whose answer never comes back."""
+
+    def __init__(self, raw: Any, lose: Callable[[], Exception]) -> None:
+        object.__setattr__(self, "_raw", raw)
+        object.__setattr__(self, "_lose", lose)
+        object.__setattr__(self, "armed", True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._raw, name, value)
+
+    def commit(self) -> None:
+        self._raw.commit()
+        if self.armed:
+            object.__setattr__(self, "armed", False)
+            raise self._lose()
+
+
+def lose_the_connection() -> Exception:
+    """PostgreSQL: the backend ended after its COMMIT; SQLite: an I/O error (its primary code, 10)."""
+    if connection.vendor == "postgresql":
+        with other_session(autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", [connection.connection.info.backend_pid])
+        return psycopg.OperationalError("consuming input failed: server closed the connection unexpectedly")
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorcode = 10
+    return error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_append_whose_connection_is_lost_at_commit_says_it_may_have_been_stored(owner_api, thread):
+    message = {**BODY, "source_id": "lost-at-commit"}
+    connection.ensure_connection()
+    connection.connection = ReplyLost(connection.connection, lose_the_connection)
+    try:
+        response = owner_api.post(MESSAGES, message, format="json")
+    finally:
+        connection.close()
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "5"
+    detail = response.json()["detail"]
+    assert "nothing was stored" not in detail
+    assert "may have been stored; retry with the same source_id" in detail
+    assert thread.messages.filter(source_id="lost-at-commit").count() == 1  # it was stored
+    retried = owner_api.post(MESSAGES, message, format="json")
+    assert retried.status_code in (200, 201), retried.content
+    assert thread.messages.filter(source_id="lost-at-commit").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_append_whose_connection_is_lost_before_commit_says_nothing_was_stored(owner_api, thread):
+    def lose_in_the_transaction(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        if connection.in_atomic_block:
+            raise OperationalError("server closed the connection unexpectedly") from lose_the_connection()
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(lose_in_the_transaction):
+        response = owner_api.post(MESSAGES, BODY, format="json")
+    connection.close()
+    assert response.status_code == 503, response.content
+    assert "nothing was stored by this request" in response.json()["detail"]
+    assert not thread.messages.exists()

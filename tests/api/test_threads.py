@@ -84,14 +84,45 @@ def test_it_generates_a_channel_when_none_is_given(owner_api):
 
 
 @pytest.mark.django_db
-def test_it_refuses_a_duplicate_channel_with_409(owner_api, other_api, thread):
+def test_it_refuses_a_duplicate_channel_with_409(owner_api, thread):
     before = row_counts()
-    for client in (owner_api, other_api):
-        response = client.post(url(), {"channel": SLACK}, format="json")
-        assert response.status_code == 409
-        assert SLACK in response.json()["detail"]
-        assert response.json()["field"] == "channel"
+    response = owner_api.post(url(), {"channel": SLACK}, format="json")
+    assert response.status_code == 409
+    assert SLACK in response.json()["detail"]
+    assert response.json()["field"] == "channel"
     assert row_counts() == before
+
+
+@pytest.mark.django_db
+def test_another_owners_channel_is_free_for_a_thread_of_ones_own(owner_api, other_api, other, thread):
+    """Channels are per owner: nothing in the answer says another owner holds the name."""
+    response = other_api.post(url(), {"channel": SLACK, "title": "mine"}, format="json")
+    assert response.status_code == 201, response.json()
+    mine = Thread.objects.get(owner=other, channel=SLACK)
+    assert other_api.get(url(SLACK)).json()["title"] == "mine"
+    assert owner_api.get(url(SLACK)).json()["title"] == thread.title
+    assert mine.pk != thread.pk and Thread.objects.filter(channel=SLACK).count() == 2
+    append(thread, {"role": "user", "content": "owner-only-phrase kiwi-3301"})
+    append(mine, {"role": "user", "content": "other-only-phrase kiwi-3302"})
+    for client, own, foreign in ((owner_api, "kiwi-3301", "kiwi-3302"), (other_api, "kiwi-3302", "kiwi-3301")):
+        text = client.post("/api/v1/search/", {"query": "kiwi", "channel": SLACK}, format="json").json()["text"]
+        assert own in text and foreign not in text
+        assert client.get(url(SLACK, "messages/")).json()["results"][0]["content"].endswith(own)
+
+
+@pytest.mark.django_db
+def test_an_operator_names_the_owner_of_a_channel_several_owners_hold(operator_api, other, thread):
+    make_thread(other, SLACK, title="the other one")
+    response = operator_api.get(url(SLACK))
+    assert response.status_code == 409
+    assert response.json()["detail"] == (
+        f"channel {SLACK!r} is held by 2 owners (other, owner): name one with owner=<username>"
+    )
+    assert operator_api.get(url(SLACK), {"owner": "other"}).json()["title"] == "the other one"
+    assert operator_api.get(url(SLACK), {"owner": "owner"}).json()["title"] == thread.title
+    assert operator_api.get(url(SLACK), {"owner": "nobody"}).status_code == 404
+    search = operator_api.post("/api/v1/search/", {"query": "anything", "channel": SLACK}, format="json")
+    assert search.status_code == 409 and "held by 2 owners" in search.json()["detail"]
 
 
 @pytest.mark.django_db

@@ -201,9 +201,14 @@ def test_the_hook_script_sends_what_the_compaction_wrote_then_prints_what_the_lo
     assert "Not in your compaction summary:" in remote and "`config/prod.env`" in remote
     local = pointer_after(monkeypatch, write(tmp_path / "local" / f"{SESSION}.jsonl", session_lines()))
     assert remote == local  # the same text for the same session
+    mine = Thread.objects.get(owner=owner, channel=f"claude-code:{SESSION}")
+    held = mine.messages.count()
     others = Token.objects.get_or_create(user=other)[0].key
     theirs = run_hook(start, **{**env, "THREADMEM_TOKEN": others, "THREADMEM_CAPTURE_STATE": str(tmp_path / "o")})
-    assert theirs.stdout == ""  # another owner's session: their capture is refused, and nothing is named
+    # Channels are per owner: another owner capturing the same file gets a thread of their own and its pointer.
+    assert theirs.returncode == 0 and theirs.stderr == "", theirs.stderr
+    assert Thread.objects.get(owner=other, channel=mine.channel).messages.count() == held
+    assert mine.messages.count() == held
 
 
 @pytest.mark.django_db

@@ -16,16 +16,17 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from config.celery import app
 from tests.support.compaction import (
     assert_history_intact,
     compaction_held,
     compaction_of,
+    deploy_conversation,
     section,
 )
-from tests.support.factories import append, make_thread
-from tests.support.workers import Workers, wait_until
+from tests.support.factories import append, make_thread, token_client
+from tests.support.workers import Workers, api_post, sending_to, wait_until
 from threadmem.compaction import recovery, service
+from threadmem.compaction.claim import dispatch_timeout
 from threadmem.compaction.lease import claim_heartbeat
 from threadmem.models import Compaction, Message
 
@@ -84,26 +85,65 @@ def test_a_whole_worker_killed_mid_compaction_is_completed_within_a_lease_by_the
         pytest.skip("worker processes share the test database: PostgreSQL")
     pool = Workers(queue=f"threadmem-recovery-{tmp_path.name}", log_dir=tmp_path, fake=fake)
     quick = {"THREADMEM_COMPACTION_LEASE": str(LEASE), "THREADMEM_COMPACTION_SWEEP_SECONDS": "1"}
-    previous_queue = app.conf.task_default_queue
-    app.conf.task_default_queue = pool.queue
-    try:
-        pool.purge()
-        pool.start("holder", pool="solo", extra_env=quick)
-        thread, before, gate, status = compaction_held(
-            owner, fake, "worker:killed-then-swept", then_section_8="written after the sweep"
-        )
-        pool.kill("holder")  # the whole process group: nobody is left to give the task back
-        pool.start("survivor", pool="solo", extra_env=quick, beat=True)
-        # wait_until gives up after 60 s: the bound from a worker being back.
-        wait_until(lambda: compaction_of(thread).status == "succeeded", pool, what="the sweep's takeover")
-        gate.set()
+    with sending_to(pool.queue):
+        try:
+            pool.purge()
+            pool.start("holder", pool="solo", extra_env=quick)
+            thread, before, gate, status = compaction_held(
+                owner, fake, "worker:killed-then-swept", then_section_8="written after the sweep"
+            )
+            pool.kill("holder")  # the whole process group: nobody is left to give the task back
+            pool.start("survivor", pool="solo", extra_env=quick, beat=True)
+            # wait_until gives up after 60 s: the bound from a worker being back.
+            wait_until(lambda: compaction_of(thread).status == "succeeded", pool, what="the sweep's takeover")
+            gate.set()
 
-        assert status == 202
-        done = compaction_of(thread)
-        assert done.attempts == 2
-        summary = next(m for m in assert_history_intact(thread, before=before) if m.kind == Message.Kind.SUMMARY)
-        assert section(summary.content, 8) == "written after the sweep"
-    finally:
-        pool.stop_all()
-        pool.delete_queue()
-        app.conf.task_default_queue = previous_queue
+            assert status == 202
+            done = compaction_of(thread)
+            assert done.attempts == 2
+            summary = next(m for m in assert_history_intact(thread, before=before) if m.kind == Message.Kind.SUMMARY)
+            assert section(summary.content, 8) == "written after the sweep"
+        finally:
+            pool.stop_all()
+            pool.delete_queue()
+
+
+@pytest.mark.django_db
+def test_the_sweep_sends_again_a_compaction_never_started_within_the_dispatch_timeout(owner, thread, no_model):
+    append(thread, {"role": "user", "content": "deploy staging-7"})
+    lost = service.compaction_request(thread=thread, enqueue=False)  # its task message never reached a worker
+    sent_at = timezone.now() - dispatch_timeout() - timedelta(seconds=1)
+    Compaction.objects.filter(pk=lost.pk).update(created_at=sent_at)
+    assert sent_at + service.lease_duration() > timezone.now()  # long before a lease would have run out
+    assert recovery.compaction_sweep() == 1  # tasks run in-process here: the resent task completes it
+    lost.refresh_from_db()
+    assert (lost.status, lost.attempts) == ("succeeded", 1)
+
+
+@pytest.mark.worker
+@pytest.mark.django_db(transaction=True)
+def test_a_compaction_whose_task_was_lost_after_its_202_is_sent_again_after_the_dispatch_timeout(
+    owner, fake, settings, tmp_path
+):
+    if connection.vendor != "postgresql":
+        pytest.skip("worker processes share the test database: PostgreSQL")
+    pool = Workers(queue=f"threadmem-lost-{tmp_path.name}", log_dir=tmp_path, fake=fake)
+    quick = {"THREADMEM_COMPACTION_DISPATCH_TIMEOUT": "2", "THREADMEM_COMPACTION_SWEEP_SECONDS": "1"}
+    settings.THREADMEM_COMPACTION_DISPATCH_TIMEOUT = 2  # the process that sends the task sets its deadline
+    with sending_to(pool.queue):
+        try:
+            pool.purge()
+            thread = make_thread(owner, "worker:lost-task")
+            deploy_conversation(thread)
+            status, _ = api_post(token_client(owner), f"/api/v1/threads/{thread.channel}/compact/")
+            assert status == 202
+            assert pool.queued() == 1
+            pool.purge()  # the broker restarted without persistence: the task message is gone
+            started = time.monotonic()
+            pool.start("worker", pool="solo", extra_env=quick, beat=True)
+            wait_until(lambda: compaction_of(thread).status == "succeeded", pool, what="the sweep sending it again")
+            assert time.monotonic() - started < 30  # not a lease (16.5 minutes by default)
+            assert compaction_of(thread).attempts == 1
+        finally:
+            pool.stop_all()
+            pool.delete_queue()

@@ -31,7 +31,6 @@ from typing import Any
 
 import pytest
 
-from config.celery import app
 from tests.support.compaction import (
     assert_history_intact,
     compaction_held,
@@ -41,7 +40,7 @@ from tests.support.compaction import (
     section,
 )
 from tests.support.factories import make_thread, token_client
-from tests.support.workers import Workers, api_post, wait_until
+from tests.support.workers import Workers, api_post, sending_to, wait_until
 from threadmem import selectors
 from threadmem.compaction.tasks import compaction_run_task
 from threadmem.models import Compaction, Generation, Message
@@ -178,30 +177,29 @@ def test_a_whole_worker_killed_mid_compaction_is_redelivered_by_the_broker(worke
     reject the message; the broker hands it out again (Redis after the visibility timeout)."""
     solo = Workers(queue=f"{workers.queue}-solo", log_dir=tmp_path, fake=fake)
     short = {"CELERY_VISIBILITY_TIMEOUT": str(SHORT_VISIBILITY_TIMEOUT)}
-    app.conf.task_default_queue = solo.queue
-    try:
-        solo.purge()
-        solo.start("s1", pool="solo", extra_env=short)
-        solo.start("s2", pool="solo", extra_env=short)
-        thread, before, gate, status = compaction_held(
-            owner, fake, "worker:killed-worker", then_section_8="written by the other worker"
-        )
-        holder_pid = int(compaction_of(thread).claimed_by.rsplit(":", 2)[1])
-        holder = next(name for name, process in solo.processes.items() if process.pid == holder_pid)
-        survivor = next(name for name in solo.processes if name != holder)
-        solo.kill(holder)
-        wait_until(lambda: compaction_of(thread).status == "succeeded", solo, what="the broker's redelivery")
-        gate.set()
+    with sending_to(solo.queue):
+        try:
+            solo.purge()
+            solo.start("s1", pool="solo", extra_env=short)
+            solo.start("s2", pool="solo", extra_env=short)
+            thread, before, gate, status = compaction_held(
+                owner, fake, "worker:killed-worker", then_section_8="written by the other worker"
+            )
+            holder_pid = int(compaction_of(thread).claimed_by.rsplit(":", 2)[1])
+            holder = next(name for name, process in solo.processes.items() if process.pid == holder_pid)
+            survivor = next(name for name in solo.processes if name != holder)
+            solo.kill(holder)
+            wait_until(lambda: compaction_of(thread).status == "succeeded", solo, what="the broker's redelivery")
+            gate.set()
 
-        assert status == 202
-        done = compaction_of(thread)
-        assert done.attempts == 2
-        messages = assert_history_intact(thread, before=before)
-        summary = next(m for m in messages if m.kind == Message.Kind.SUMMARY)
-        assert section(summary.content, 8) == "written by the other worker"
-        assert done.task_id in solo.log(survivor)
-        wait_until(lambda: solo.queued() == 0, solo, what="the queue to drain")
-    finally:
-        solo.stop_all()
-        solo.delete_queue()
-        app.conf.task_default_queue = workers.queue
+            assert status == 202
+            done = compaction_of(thread)
+            assert done.attempts == 2
+            messages = assert_history_intact(thread, before=before)
+            summary = next(m for m in messages if m.kind == Message.Kind.SUMMARY)
+            assert section(summary.content, 8) == "written by the other worker"
+            assert done.task_id in solo.log(survivor)
+            wait_until(lambda: solo.queued() == 0, solo, what="the queue to drain")
+        finally:
+            solo.stop_all()
+            solo.delete_queue()

@@ -134,6 +134,7 @@ def test_a_compaction_request_answers_503_naming_the_broker_and_leaves_nothing_p
     owner_api.post(MESSAGES, {"role": "user", "content": "something to compact"}, format="json")
     response = owner_api.post(f"/api/v1/threads/{SLACK}/compact/")
     assert response.status_code == 503
+    assert response["Retry-After"] == "5"
     assert "the task broker did not take the compaction" in response.json()["detail"]
     assert not Compaction.objects.filter(thread=thread).exists()
 

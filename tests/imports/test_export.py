@@ -375,9 +375,11 @@ def test_importing_an_export_over_an_existing_thread_is_refused_naming_the_chann
     # Under another channel it is a thread of its own.
     assert upload(owner_api, lines, channel="slack:C042/copy")["channels"] == ["slack:C042/copy"]
     assert list(Message.objects.filter(thread__channel="slack:C042/copy").values_list("content", flat=True)) == ["one"]
-    # Another owner's channel: refused too, without a word about what it holds.
+    # Another owner restores it as a thread of their own (channels are per owner): nothing of the first changes.
     report = upload(other_api, lines)
-    assert report["errors"] == [f"upload:export.jsonl:1: channel {thread.channel!r} already exists: nothing restored"]
+    assert report["errors"] == [] and report["messages_imported"] == 1
+    assert Message.objects.filter(thread=thread).count() == 1
+    assert Thread.objects.filter(channel=thread.channel).exclude(pk=thread.pk).get().owner != thread.owner
 
 
 def test_a_fork_whose_parent_is_gone_comes_back_as_a_plain_thread_with_a_note(owner, owner_api, thread):

@@ -51,9 +51,7 @@ AFTER_THE_CUT = [
 @pytest.fixture
 def embeddings(fake_openai, settings):
     settings.THREADMEM_EMBEDDING_MODEL = fake_openai.embedding_model
-    yield fake_openai
-    # The HNSW index these tests create goes with their rolled-back transaction: forget it was made.
-    embedding_service._indexed_dimensions.clear()
+    return fake_openai
 
 
 def embedded_texts(requests: list[dict]) -> list[str]:

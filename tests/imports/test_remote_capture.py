@@ -88,20 +88,25 @@ def test_bytes_that_do_not_start_where_the_servers_copy_ends_answer_409_with_its
 
 
 @pytest.mark.django_db
-def test_a_remote_capture_for_one_owner_never_lands_in_anothers_thread(owner, other_api, settings):
+def test_a_remote_capture_for_one_owner_never_lands_in_anothers_thread(owner, other, other_api):
     raw = (data_dir() / "short.jsonl").read_bytes()
     session = json.loads(raw.splitlines()[1])["sessionId"]
-    make_thread(owner, f"claude-code:{session}")
-    before = row_counts()
+    mine = make_thread(owner, f"claude-code:{session}")
     response = send(other_api, f"{CLIENT_DIR}/short.jsonl", 0, raw)
-    # The answer creating that channel gets: it is taken, and nothing says whose.
-    assert response.status_code == 409
-    assert response.json()["detail"] == f"channel 'claude-code:{session}' already exists"
-    assert other_api.post("/api/v1/threads/", {"channel": f"claude-code:{session}"}, format="json").json() == (
-        response.json()
-    )
+    # Channels are per owner: the other's capture is a thread of their own, and nothing says the name was held.
+    assert response.status_code == 200, response.json()
+    assert not mine.messages.exists()
+    assert Thread.objects.get(owner=other, channel=f"claude-code:{session}").messages.exists()
+
+
+@pytest.mark.django_db
+def test_a_refused_remote_capture_keeps_none_of_its_bytes(owner_api, settings):
+    before = row_counts()
+    # A threadmem export is restored whole, never captured: refused after its bytes reached the server's copy.
+    export = b'{"format": "threadmem", "version": 1, "type": "thread", "thread": {"channel": "x"}}\n'
+    response = send(owner_api, f"{CLIENT_DIR}/short.jsonl", 0, export)
+    assert response.status_code == 400 and "restored whole" in response.json()["detail"], response.json()
     assert row_counts() == before
-    # Nor are its bytes kept: the server's copies hold nothing of a refused capture.
     captures = settings.THREADMEM_IMPORT_DIR / "captures"
     assert not [p for p in captures.rglob("*") if p.is_file()] if captures.exists() else True
 

@@ -5,6 +5,7 @@ compaction. HOME and CODEX_HOME are temporary directories; skipped where the CLI
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -75,6 +76,12 @@ def configured(env: dict[str, str], *, transport: str = "stdio", web: str = "", 
     config = Path(env["CODEX_HOME"]) / "config.toml"
     (grace,) = documented(r"^(mcp_optional_startup_grace_ms = \d+)$", "mcp.md")
     text = f"{grace}\n{config.read_text()}"
+    if transport == "stdio":
+        # Codex starts the server with only the environment the line names; a user's checkout holds the key in
+        # .secret_key (`make run` writes it), a test's checkout may not (a fresh clone in CI): name the test's.
+        table = "[mcp_servers.threadmem.env]\n"
+        assert table in text, text
+        text = text.replace(table, f"{table}SECRET_KEY = {json.dumps(os.environ['SECRET_KEY'])}\n")
     if hooks:
         (block,) = documented(r"```toml\n(\[\[hooks\.SessionStart\]\].*?)\n```", "imports.md", re.DOTALL)
         command = LOCAL.replace("<your token>", env["TOKEN"]).replace(
@@ -136,6 +143,7 @@ def test_codex_exec_calls_search_memory_and_the_model_reads_at_most_the_cap(alic
         server.shutdown()
     assert done.returncode == 0, done.stderr[-3000:]
     tools = {tool.get("name"): tool for tool in script.requests[0]["tools"]}
+    assert "mcp__threadmem" in tools, done.stderr[-3000:]
     assert {t["name"] for t in tools["mcp__threadmem"]["tools"]} == {"search_memory", "message_context_read"}
     (answer,) = [text for text in script.output_texts() if text.startswith("[search_memory]")]
     assert "wide-hit-39" in answer and "more hits not shown" in answer
@@ -168,6 +176,8 @@ def test_after_codexs_own_compaction_its_session_start_hook_points_at_what_it_to
     assert "Not in your compaction summary:" in script.pointer  # Codex's summary was in the rollout already
     assert "ROTATION_ID" not in script.pointer
     assert script.search_arguments["channel"] == thread.channel and script.search_arguments["query"] in FILES
-    (answer,) = [text for text in script.output_texts() if text.startswith("[search_memory]")]
+    answers = [text for text in script.output_texts() if text.startswith("[search_memory]")]
+    assert len(answers) == 1, (script.output_texts(), done.stderr[-3000:])
+    (answer,) = answers
     assert FILES[script.search_arguments["query"]] in answer
     assert Generation.objects.get(thread=thread, number=1).state == Generation.State.CLOSED

@@ -1,5 +1,6 @@
-"""Real Celery worker processes for the ``worker`` tests: started on a queue of their own, pointed at
-pytest's test database and the loopback fake model server, stopped with their pool children."""
+"""Real Celery worker processes for the ``worker`` tests: started on a queue of their own (every kind of task
+routed to it unless a test routes a kind elsewhere), pointed at pytest's test database and the loopback fake model
+server, stopped with their pool children."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CELERY = ROOT / ".venv" / "bin" / "celery"
 READY_SECONDS = 60
 WAIT_SECONDS = 60
+# The settings naming each routed kind's queue (config/settings.py, CELERY_TASK_ROUTES).
+QUEUE_SETTINGS = ("THREADMEM_COMPACTION_QUEUE", "THREADMEM_EMBEDDINGS_QUEUE", "THREADMEM_IMPORTS_QUEUE")
 
 
 def database_url() -> str:
@@ -48,7 +51,13 @@ class Workers:
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def start(
-        self, name: str, *, pool: str = "prefork", extra_env: dict[str, str] | None = None, beat: bool = False
+        self,
+        name: str,
+        *,
+        pool: str = "prefork",
+        extra_env: dict[str, str] | None = None,
+        beat: bool = False,
+        queues: list[str] | None = None,
     ) -> str:
         node = f"{name}-{self.queue}@%h"
         env = {
@@ -56,6 +65,8 @@ class Workers:
             "DATABASE_URL": database_url(),
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
             "CELERY_TASK_DEFAULT_QUEUE": self.queue,
+            # Tasks the worker sends (a retry, the sweep's) stay on this test's queue too.
+            **dict.fromkeys(QUEUE_SETTINGS, self.queue),
             "OPENAI_BASE_URL": self.fake.base_url,
             "OPENAI_API_KEY": self.fake.api_key,
             "THREADMEM_CHAT_MODEL": self.fake.chat_model,
@@ -63,7 +74,8 @@ class Workers:
             "THREADMEM_COMPACTION_RETRY_BACKOFF": "1",
             **(extra_env or {}),
         }
-        command = [str(CELERY), "-A", "config", "worker", "-P", pool, "-n", node, "-Q", self.queue, "-l", "info"]
+        consumed = ",".join(queues or [self.queue])
+        command = [str(CELERY), "-A", "config", "worker", "-P", pool, "-n", node, "-Q", consumed, "-l", "info"]
         command += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         if pool == "prefork":
             command += ["-c", "1"]
@@ -110,30 +122,63 @@ class Workers:
         self.processes.clear()
 
     def queued(self) -> int:
-        """Messages waiting in the queue; a queue the broker does not know (Redis drops empty ones) holds none."""
-        with app.connection_for_write() as conn:
-            try:
-                return conn.default_channel.queue_declare(queue=self.queue, passive=True).message_count
-            except conn.channel_errors:
-                return 0
+        return queued(self.queue)
 
     def purge(self) -> None:
-        # No such queue yet: nothing to purge.
-        with app.connection_for_write() as conn, contextlib.suppress(*conn.channel_errors):
-            conn.default_channel.queue_purge(self.queue)
+        purge(self.queue)
 
     def delete_queue(self) -> None:
-        with app.connection_for_write() as conn:
-            channel = conn.default_channel
-            try:
-                channel.queue_delete(self.queue)
-            except conn.channel_errors:
-                return
-            client = getattr(channel, "client", None)
-            if conn.transport_cls == "redis" or "redis" in type(client).__module__:
-                # Kombu's Redis transport keeps the exchange bindings of a queue name in keys of their own.
-                for key in client.scan_iter(match=f"_kombu.binding*.{self.queue}"):
-                    client.delete(key)
+        delete_queue(self.queue)
+
+
+def queued(queue: str) -> int:
+    """Messages waiting in the queue; a queue the broker does not know (Redis drops empty ones) holds none."""
+    with app.connection_for_write() as conn:
+        try:
+            return conn.default_channel.queue_declare(queue=queue, passive=True).message_count
+        except conn.channel_errors:
+            return 0
+
+
+def purge(queue: str) -> None:
+    # No such queue yet: nothing to purge.
+    with app.connection_for_write() as conn, contextlib.suppress(*conn.channel_errors):
+        conn.default_channel.queue_purge(queue)
+
+
+def delete_queue(queue: str) -> None:
+    # Kombu's Redis transport deletes only the queues its own channel declared: empty it first in any case.
+    purge(queue)
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        try:
+            channel.queue_delete(queue)
+        except conn.channel_errors:
+            return
+        client = getattr(channel, "client", None)
+        if conn.transport_cls == "redis" or "redis" in type(client).__module__:
+            # Kombu's Redis transport keeps the exchange bindings of a queue name in keys of their own.
+            for key in client.scan_iter(match=f"_kombu.binding*.{queue}"):
+                client.delete(key)
+
+
+@contextlib.contextmanager
+def sending_to(default: str, routes: dict[str, str] | None = None) -> Iterator[None]:
+    """This process sends its tasks to ``default``; ``routes``: a routed kind's queue, by its setting's name."""
+    previous = {"task_default_queue": app.conf.task_default_queue, "task_routes": app.conf.task_routes}
+    queue_of = {**dict.fromkeys(QUEUE_SETTINGS, default), **(routes or {})}
+    setting_of = {getattr(settings, setting): setting for setting in QUEUE_SETTINGS}
+    # Through update(), which makes the app rebuild its router (an assignment would leave the old one in use).
+    app.conf.update(
+        task_default_queue=default,
+        task_routes={
+            task: {"queue": queue_of[setting_of[route["queue"]]]} for task, route in settings.CELERY_TASK_ROUTES.items()
+        },
+    )
+    try:
+        yield
+    finally:
+        app.conf.update(previous)
 
 
 def wait_until(condition: Callable[[], bool], workers: Workers, *, what: str, seconds: float = WAIT_SECONDS) -> None:
@@ -150,18 +195,16 @@ def running_workers(
 ) -> Iterator[Workers]:
     """Workers on a queue of their own, which the app sends tasks to meanwhile; ``names``: worker -> extra env."""
     queue = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    previous_queue = app.conf.task_default_queue
-    app.conf.task_default_queue = queue
     pool = Workers(queue=queue, log_dir=log_dir, fake=fake)
-    try:
-        pool.purge()
-        for name, extra_env in names.items():
-            pool.start(name, extra_env=extra_env)
-        yield pool
-    finally:
-        pool.stop_all()
-        pool.delete_queue()
-        app.conf.task_default_queue = previous_queue
+    with sending_to(queue):
+        try:
+            pool.purge()
+            for name, extra_env in names.items():
+                pool.start(name, extra_env=extra_env)
+            yield pool
+        finally:
+            pool.stop_all()
+            pool.delete_queue()
 
 
 def close_connections() -> None:

@@ -45,15 +45,21 @@ def lease_duration() -> timedelta:
     return timedelta(seconds=hard_time_limit() + LEASE_MARGIN_SECONDS)
 
 
+def dispatch_timeout() -> timedelta:
+    """How long a sent compaction may wait for a worker to start it before it is sent again."""
+    return timedelta(seconds=settings.THREADMEM_COMPACTION_DISPATCH_TIMEOUT)
+
+
 def looks_abandoned(compaction: Compaction, now: datetime) -> bool:
     """A live row nobody is working on: its task message was lost, or its holder died unseen.
 
     A running claim is trusted until its lease ends; a pending row until its
-    retry was due (``compaction_release`` sets that) or, never tried, for one lease.
+    retry was due (``compaction_release`` sets that) or, never started, for
+    one dispatch timeout after it was sent (``service.compaction_send`` sets that).
     """
     if compaction.lease_expires_at is not None:
         return compaction.lease_expires_at < now
-    return compaction.created_at + lease_duration() < now
+    return compaction.created_at + dispatch_timeout() < now
 
 
 # --- claim ------------------------------------------------------------------

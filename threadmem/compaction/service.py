@@ -52,6 +52,7 @@ from threadmem.compaction.claim import (
     compaction_claim,
     compaction_fail,
     compaction_release,
+    dispatch_timeout,
     looks_abandoned,
 )
 
@@ -96,6 +97,11 @@ def compaction_send(compaction: Compaction) -> None:
     """
     if run_enqueuer is None:
         raise ImproperlyConfigured("compaction has no task to enqueue: threadmem's AppConfig.ready() sets it")
+    # Until a worker claims it, the row waits one dispatch timeout per sending: a lost task message is
+    # sent again soon, one stuck behind a long queue about once a timeout (claim.looks_abandoned).
+    Compaction.objects.filter(pk=compaction.pk, status=Compaction.Status.PENDING).update(
+        lease_expires_at=timezone.now() + dispatch_timeout()
+    )
     try:
         run_enqueuer(compaction)
     except KombuOperationalError as exc:

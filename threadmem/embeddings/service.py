@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
@@ -93,7 +94,8 @@ def ensure_hnsw_index(dimensions: int) -> None:
         except DatabaseError:
             # Another worker created it at the same moment: it exists either way.
             logger.info("HNSW index for %s dimensions: created concurrently", dimensions)
-    _indexed_dimensions.add(dimensions)
+    # Remembered once committed: an outer transaction rolled back takes the index with it.
+    transaction.on_commit(lambda: _indexed_dimensions.add(dimensions))
 
 
 def _leaves(message_ids: list[int]) -> dict[int, list[tuple[str, str]]]:
@@ -246,17 +248,31 @@ def _store(
             changes=F("changes") + 1,
             failures=0,
             last_error="",
+            updated_at=timezone.now(),  # update() skips auto_now: the sweep reads it to pass over a working run
         )
     return len(batch), through_seq
 
 
-def threads_behind(model: str | None = None) -> list[int]:
-    """Ids of threads with messages after their embedded seq for ``model``: the backfill's work list."""
+def threads_behind(model: str | None = None, *, idle_for: timedelta | None = None) -> list[int]:
+    """Ids of threads with messages to embed after their embedded seq for ``model``: the backfill's work list.
+
+    Only messages a run would embed count: a summary or hidden message past the embedded seq (a compaction
+    writes one, and no run follows it) is nothing to do. ``idle_for``: leave out threads whose progress
+    changed more recently (a run is at work on them).
+    """
     model = model or choice.active_model()
     embedded = EmbeddingProgress.objects.filter(thread=OuterRef("pk"), model=model).values("embedded_seq")
-    return list(
+    to_embed = Message.objects.filter(
+        thread=OuterRef("pk"), seq__gt=OuterRef("embedded_seq"), kind=Message.Kind.MESSAGE, model_visible=True
+    )
+    threads = (
         Thread.objects.annotate(embedded_seq=Coalesce(Subquery(embedded), 0))
         .filter(next_seq__gt=F("embedded_seq") + 1)
-        .order_by("id")
-        .values_list("id", flat=True)
+        .filter(Exists(to_embed))
     )
+    if idle_for is not None:
+        busy = EmbeddingProgress.objects.filter(
+            thread=OuterRef("pk"), model=model, updated_at__gt=timezone.now() - idle_for
+        )
+        threads = threads.exclude(Exists(busy))
+    return list(threads.order_by("id").values_list("id", flat=True))

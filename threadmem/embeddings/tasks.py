@@ -15,16 +15,20 @@ the thread once the append has committed:
   fail with it. One attempt; a failure is recorded the same way.
 
 Either way the append has answered already: ingestion never waits for, nor
-fails with, the embedding model.
+fails with, the embedding model. A thread whose task never ran (appended while
+the broker was down, or the message lost) is queued by ``embeddings_sweep_task``
+(Celery beat, every THREADMEM_EMBEDDINGS_SWEEP_SECONDS).
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import timedelta
 
 from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
 from django.db import connections, transaction
 
 from threadmem import llm
@@ -54,6 +58,22 @@ def embed_thread_task(self, thread_id: int, model: str = "") -> str:
     return (
         f"thread {thread_id}: {outcome.messages} messages, {outcome.chunks} chunks, through seq {outcome.embedded_seq}"
     )
+
+
+@shared_task(name="threadmem.embeddings.sweep", ignore_result=True)
+def embeddings_sweep_task() -> int:
+    """Celery beat: queue an embedding run for each thread behind that no run is at work on; answer how many."""
+    model = choice.active_model()
+    if not model:
+        return 0
+    # A thread whose progress moved within one sweep has a run at work: another would repeat its model calls.
+    idle_for = timedelta(seconds=settings.THREADMEM_EMBEDDINGS_SWEEP_SECONDS)
+    thread_ids = service.threads_behind(model, idle_for=idle_for)
+    for thread_id in thread_ids:
+        embed_thread_task.delay(thread_id, model)
+    if thread_ids:
+        logger.info("embedding sweep: queued %s threads behind for %s", len(thread_ids), model)
+    return len(thread_ids)
 
 
 def _embed_in_background(thread_id: int, model: str) -> None:

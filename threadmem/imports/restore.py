@@ -260,10 +260,8 @@ class _Restore:
         self.header, self.exported_channel = thread, thread["channel"]
         channel = self.channel_override or self.exported_channel
         self.restored.channel = channel
-        existing = Thread.objects.filter(channel=channel).first()
+        existing = Thread.objects.filter(owner=self.owner, channel=channel).first()
         if existing is not None:
-            if existing.owner_id != self.owner.pk:
-                raise Refused(line.number, f"channel {channel!r} already exists: nothing restored")
             self.existing = existing
         elif thread.get("isolated") is True and not self.restore_isolation:
             raise Refused(

@@ -1,4 +1,4 @@
-"""The threads imports write into: found or created for the owner, never another owner's; a subagent's fork point."""
+"""The threads imports write into: the owner's own, found or created; a subagent's fork point."""
 
 from __future__ import annotations
 
@@ -22,26 +22,22 @@ def thread_for_import(
     fork_from: Message | None = None,
     cwd: str = "",
 ) -> Thread:
-    """The owner's thread on ``channel``, created if new; another owner's channel is a Conflict, never appended to."""
-    thread = Thread.objects.filter(channel=channel).first()
-    if thread is None:
-        try:
-            # Inside the import's transaction (FileImport.step): the source fields commit with the thread.
-            thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
-        except Conflict:  # created meanwhile: check whose it is
-            thread = Thread.objects.get(channel=channel)
-        else:
-            thread.source_format, thread.source_path, thread.source_session_id, thread.source_cwd = (
-                source_format,
-                source_path[:1000],
-                session_id[:255],
-                cwd[:1000],
-            )
-            thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
-            return thread
-    if thread.owner_id != owner.pk:
-        # Never appended to, and answered as thread_create answers a taken channel: nothing says whose it is.
-        raise Conflict(f"channel {channel!r} already exists", field="channel")
+    """The owner's thread on ``channel``, created if new (channels are per owner: another owner's is not this one)."""
+    thread = Thread.objects.filter(owner=owner, channel=channel).first()
+    if thread is not None:
+        return thread
+    try:
+        # Inside the import's transaction (FileImport.step): the source fields commit with the thread.
+        thread = services.thread_create(owner=owner, channel=channel, title=title[:500], fork_from=fork_from)
+    except Conflict:  # created meanwhile by another import of the same owner
+        return Thread.objects.get(owner=owner, channel=channel)
+    thread.source_format, thread.source_path, thread.source_session_id, thread.source_cwd = (
+        source_format,
+        source_path[:1000],
+        session_id[:255],
+        cwd[:1000],
+    )
+    thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
     return thread
 
 

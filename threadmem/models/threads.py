@@ -18,14 +18,16 @@ WITHDRAWN_PREFIX = "\x7fdeleted:"
 
 
 class Thread(models.Model):
-    """One conversation of one agent, addressed by its unique ``channel``.
+    """One conversation of one agent, addressed by its ``channel``, unique per owner.
+
+    Owners have a namespace each: a name another owner holds is free, so nothing tells who holds it.
 
     A fork points at its parent thread and at the parent's message it was
     forked from: the parent's history up to and including that message is the
     fork's ancestry (searchable, and the start of its context).
     """
 
-    channel = models.CharField(max_length=255, unique=True)
+    channel = models.CharField(max_length=255, db_index=True)
     title = models.CharField(max_length=500, blank=True, default="")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="threads")
     isolated = models.BooleanField(default=False)
@@ -49,6 +51,7 @@ class Thread(models.Model):
     class Meta:
         ordering = ["-last_activity_at", "-id"]
         permissions = [("isolate", "Can toggle isolation of threads and messages")]
+        constraints = [models.UniqueConstraint(fields=["owner", "channel"], name="thread_owner_channel")]
 
     def __str__(self) -> str:
         return self.channel

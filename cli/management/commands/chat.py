@@ -18,8 +18,8 @@ from typing import Any, TextIO
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem import agent, services
-from threadmem.errors import DomainError
+from threadmem import agent, selectors, services
+from threadmem.errors import DomainError, NotFound
 from threadmem.models import Message, Thread
 
 EXIT_WORDS = {"/exit", "/quit"}
@@ -111,7 +111,13 @@ class Command(BaseCommand):
                 user = users.objects.get(**{users.USERNAME_FIELD: username})
             except users.DoesNotExist:
                 raise CommandError(f"no user {username!r}") from None
-        thread = Thread.objects.select_related("owner").filter(channel=channel).first()
+        try:
+            # The same rule as the API: the user's own thread (an operator's own first, else the one holder).
+            thread = selectors.thread_named(channel=channel, user=user)
+        except NotFound:
+            thread = None
+        except DomainError as err:
+            raise CommandError(err.message) from None
         if thread is None:
             if user is None:
                 raise CommandError(f"thread {channel!r} does not exist; pass --user USERNAME to create it")
@@ -121,12 +127,7 @@ class Command(BaseCommand):
                 raise CommandError(err.message) from None
             self.stdout.write(f"created thread {thread.channel} owned by {user.get_username()}")
             return thread, user
-        if user is None:
-            return thread, thread.owner
-        if thread.owner_id != user.pk and not (user.is_active and user.is_staff):
-            # The same rule as the API: another owner's thread is not there for this user.
-            raise CommandError(f"thread {channel!r} does not exist for user {username!r}")
-        return thread, user
+        return thread, user or thread.owner
 
     def _show_step(self, message: Message) -> None:
         if message.role == Message.Role.ASSISTANT and message.tool_calls:

@@ -12,10 +12,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from threadmem import selectors
 from threadmem.compaction import service as compaction_service
 from threadmem.compaction.claim import LIVE, lease_duration
 from threadmem.errors import DomainError
-from threadmem.models import Compaction, Thread
+from threadmem.models import Compaction
 
 POLL_SECONDS = 0.5
 
@@ -25,16 +26,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("channel", help="the thread's channel")
+        parser.add_argument("--owner", help="the thread's owner (username), when several owners hold the channel")
         parser.add_argument("--wait", action="store_true", help="wait until the compaction has finished")
         parser.add_argument(
             "--timeout", type=float, default=None, help="seconds to wait at most (default: the task's time limits)"
         )
 
-    def handle(self, *args: Any, channel: str, wait: bool, timeout: float | None, **options: Any) -> None:
+    def handle(
+        self, *args: Any, channel: str, owner: str | None, wait: bool, timeout: float | None, **options: Any
+    ) -> None:
         try:
-            thread = Thread.objects.get(channel=channel)
-        except Thread.DoesNotExist:
-            raise CommandError(f"thread {channel!r} not found") from None
+            thread = selectors.thread_named(channel=channel, owner=owner)
+        except DomainError as exc:
+            raise CommandError(exc.message) from None
         try:
             compaction = compaction_service.compaction_request(thread=thread, trigger="command")
         except DomainError as exc:

@@ -15,8 +15,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem import llm
+from threadmem import llm, selectors
 from threadmem.embeddings import choice, service, tasks
+from threadmem.errors import DomainError
 from threadmem.models import EmbeddingProgress, Thread
 
 
@@ -25,10 +26,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--channel", help="only this thread")
+        parser.add_argument("--owner", help="the --channel's owner (username), when several owners hold it")
         parser.add_argument("--status", action="store_true", help="report progress and failures; embed nothing")
         parser.add_argument("--queue", action="store_true", help="queue Celery tasks instead of embedding here")
 
-    def handle(self, *args: Any, channel: str | None, status: bool, queue: bool, **options: Any) -> None:
+    def handle(
+        self, *args: Any, channel: str | None, owner: str | None, status: bool, queue: bool, **options: Any
+    ) -> None:
         model = choice.active_model()
         if not model:
             raise CommandError(
@@ -38,9 +42,9 @@ class Command(BaseCommand):
         thread_ids = service.threads_behind(model)
         if channel is not None:
             try:
-                thread_id = Thread.objects.values_list("id", flat=True).get(channel=channel)
-            except Thread.DoesNotExist:
-                raise CommandError(f"thread {channel!r} not found") from None
+                thread_id = selectors.thread_named(channel=channel, owner=owner).pk
+            except DomainError as exc:
+                raise CommandError(exc.message) from None
             thread_ids = [t for t in thread_ids if t == thread_id]
         if status:
             self._status(model, thread_ids)
