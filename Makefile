@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-recall bench-mcp bench-import bench-described clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described fuzz clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -86,6 +86,12 @@ bench-console: $(VENV)/.installed-dev .secret_key
 bench-load: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/load.py
 
+# Searches with 0 and 1 streaming replica under appends and searches (threadmem_bench_replicas; a replica
+# copied with pg_basebackup into a temporary folder): searches/s, p50/p99, where the reads went.
+bench-replicas: $(VENV)/.installed-dev .secret_key
+	bash scripts/allow-replication.sh
+	$(PY) bench/replicas.py
+
 # Recall on the shared real Claude Code sessions (../shared/data/claude-code), in threadmem_bench_recall;
 # other sessions: make bench-recall RECALL_ARGS="--data DIR [--cut-at CHARS]".
 bench-recall: $(VENV)/.installed-dev .secret_key
@@ -110,6 +116,10 @@ bench-pointer: $(VENV)/.installed-dev .secret_key
 bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py
 	$(PY) bench/identifiers.py
+
+# The API fuzz test (tests/api/test_fuzz.py) at length: 300 cases an operation instead of the suite's 12 (minutes).
+fuzz: $(VENV)/.installed-dev
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-300} $(PY) -m pytest -p no:cacheprovider tests/api/test_fuzz.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) staticfiles test-artifacts .pytest_cache .ruff_cache .import_linter_cache

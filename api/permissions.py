@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 
 class SchemaAccess(BasePermission):
-    """The OpenAPI schema and Swagger UI: signed-in callers, or anyone with ``THREADMEM_PUBLIC_SCHEMA``."""
+    """The OpenAPI schema and Swagger UI: signed-in callers only (a token or a console session)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        return settings.THREADMEM_PUBLIC_SCHEMA or bool(request.user and request.user.is_authenticated)
+        return bool(request.user and request.user.is_authenticated)

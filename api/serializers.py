@@ -14,7 +14,26 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from threadmem.models import Deletion, Message, Thread
-from threadmem.services import CHANNEL_MAX_CHARS, ID_FIELD_MAX_CHARS, TITLE_MAX_CHARS
+from threadmem.services import (
+    CHANNEL_MAX_CHARS,
+    CHANNEL_RESERVED_LAST_SEGMENTS,
+    ID_FIELD_MAX_CHARS,
+    MAX_ROW_ID,
+    TITLE_MAX_CHARS,
+)
+
+# Python's whitespace (what str.strip removes) and control characters (category Cc), spelled out for patterns:
+# \s means something else in each regex engine.
+SPACE_CHARS = "\\t-\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+CONTROL_CHARS = "\\u0000-\\u001f\\u007f-\\u009f"
+# The channel grammar of services._check_channel: no '*', no control characters, no surrounding whitespace,
+# no '.' or '..' segment, no trailing '/', no last segment that names a route. [\s\S] is any character in
+# every engine ('.' stops at line separators in JavaScript).
+CHANNEL_PATTERN = (
+    f"^(?![\\s\\S]*/(?:{'|'.join(sorted(CHANNEL_RESERVED_LAST_SEGMENTS))})$)(?![\\s\\S]*/$)"
+    "(?!(?:[\\s\\S]*/)?\\.\\.?(?:/|$))"
+    f"[^*{SPACE_CHARS}{CONTROL_CHARS}](?:[^*{CONTROL_CHARS}]*[^*{SPACE_CHARS}{CONTROL_CHARS}])?$"
+)
 
 # --- output -------------------------------------------------------------------
 
@@ -91,10 +110,13 @@ class ThreadDetailSerializer(ThreadSerializer):
 
 
 class ToolCallSerializer(serializers.Serializer):
-    id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True)
-    name = serializers.CharField(max_length=ID_FIELD_MAX_CHARS)
-    arguments = serializers.JSONField(
-        help_text='a JSON object (or a string holding one, as in the OpenAI wire shape), e.g. {"command": "ls"}'
+    id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True, allow_null=True)
+    # Blank names answer 400: at least one character that is not whitespace.
+    name = serializers.RegexField(f"[^{SPACE_CHARS}]", max_length=ID_FIELD_MAX_CHARS)
+    # An object (null reads as {}); a string holding one is read too, but the schema names the object only.
+    arguments = extend_schema_field({"type": "object", "nullable": True})(serializers.JSONField)(
+        required=False,
+        help_text='a JSON object (or a string holding one, as in the OpenAI wire shape), e.g. {"command": "ls"}',
     )
 
 
@@ -163,7 +185,8 @@ class ForkFromRequest(serializers.Serializer):
 
 
 class ThreadCreateRequest(serializers.Serializer):
-    channel = serializers.CharField(
+    channel = serializers.RegexField(
+        CHANNEL_PATTERN,
         min_length=1,
         max_length=CHANNEL_MAX_CHARS,
         required=False,
@@ -183,30 +206,45 @@ class ThreadUpdateRequest(serializers.Serializer):
 
 class MessageRequest(serializers.Serializer):
     role = serializers.ChoiceField(choices=Message.Role.choices)
+    # null reads as omitted, in every field but role and model_visible.
     content = serializers.CharField(
-        required=False, allow_blank=True, help_text="text; tool results live here too. Limited in size (413)"
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="text; tool results live here too. Limited in size (413)",
     )
-    tool_calls = ToolCallSerializer(many=True, required=False, help_text="assistant messages only")
+    tool_calls = ToolCallSerializer(many=True, required=False, allow_null=True, help_text="assistant messages only")
     tool_call_id = serializers.CharField(
-        max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True, help_text="tool results: the call answered"
+        max_length=ID_FIELD_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="tool results: the call answered",
     )
-    session_id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True)
+    session_id = serializers.CharField(max_length=ID_FIELD_MAX_CHARS, required=False, allow_blank=True, allow_null=True)
     source_id = serializers.CharField(
         max_length=ID_FIELD_MAX_CHARS,
         required=False,
         allow_blank=True,
+        allow_null=True,
         help_text=(
             "the client's own id for this message, unique in the thread: an append that repeats a stored "
             "source_id stores nothing new for it and answers with the stored message, so retries never duplicate"
         ),
     )
     kind = serializers.ChoiceField(
-        # The stored choices, so the schema has one enum for kind; "summary" answers 400.
-        choices=Message.Kind.choices,
+        # The stored choices but "summary", which answers 400.
+        choices=[choice for choice in Message.Kind.choices if choice[0] != Message.Kind.SUMMARY],
         required=False,
+        allow_blank=True,
+        allow_null=True,
         help_text="message (default) or machine_event; summaries are written by compaction only (400)",
     )
     model_visible = serializers.BooleanField(required=False, default=True)
     supersedes = serializers.IntegerField(
-        required=False, help_text="id of an earlier message of this thread that this one replaces"
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=MAX_ROW_ID,
+        help_text="id of an earlier message of this thread that this one replaces",
     )

@@ -6,7 +6,7 @@ DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_capture
 must point at PostgreSQL; the database is created if missing and migrated.
 
 A session file of ``--megabytes`` is made from the two long shared sessions
-(``bench/sessions.py``: repeated with fresh ids, one session) and captured
+(``tests/support/session_files.py``: repeated with fresh ids, one session) and captured
 once (the catch-up, not timed). Then, run after run, 1 to 10 more of its
 records are appended and a hook's JSON is fed to:
 
@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 
 from database import ROOT, django_environment, migrated_database, require_postgres
-from sessions import DATA, LONG_SESSIONS, repeated, templates
 
 django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_capture", compaction=False, embedding=False)
+from tests.support.session_files import DATA, LONG_SESSIONS, repeated, templates  # noqa: E402
 
 MB = 1024 * 1024
 COMMAND_TARGET_MS, API_TARGET_MS = 200, 50

@@ -42,6 +42,7 @@ out of time (printed beside it, not counted in the lines).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import statistics
@@ -208,16 +209,21 @@ def frequencies(sample: dict) -> dict[str, int]:
     return seen
 
 
-def provider_for(mode: str):
-    from threadmem.search import ranked, semantic
+def lane_of(mode: str):
+    """What "Other memory results" is in ``mode``: the lane with one ranking, no lane, or as configured."""
+    from functools import partial
+    from unittest import mock
+
+    from threadmem.search import semantic
+    from threadmem.search.ranked import ranked_results
 
     if mode == "keyword":
-        return ranked.keyword_only
+        return mock.patch.object(semantic, "ranked_results", partial(ranked_results, meaning_on=False))
     if mode == "meaning":
-        return ranked.meaning_only
+        return mock.patch.object(semantic, "ranked_results", partial(ranked_results, keyword_on=False))
     if mode.startswith("literal"):
-        return semantic.not_configured
-    return None
+        return mock.patch.object(semantic, "ranked_in_force", lambda: False)
+    return contextlib.nullcontext()
 
 
 def ask(
@@ -269,8 +275,6 @@ def main() -> None:
     logging.getLogger("threadmem.search.semantic").setLevel(logging.ERROR)  # the answers count the lane out of time
     from django.contrib.auth import get_user_model
 
-    from threadmem.search.semantic import provider_installed
-
     samples = json.loads(args.locomo.read_text())
     user = setup(args.locomo)
     sessions = load_sessions(user, args.sessions)
@@ -292,17 +296,13 @@ def main() -> None:
                 print(warm_up(asker))
             by_category: dict[int, Stats] = defaultdict(Stats)
             whole = Stats()
-            provider = provider_for(mode)
             for sample in samples[part]:
                 channel = f"locomo:{sample['sample_id']}"
                 frequency = frequencies(sample)
                 for category in CATEGORIES:
                     one = {**sample, "qa": [qa for qa in sample["qa"] if qa.get("category") == category]}
-                    if provider is None:
+                    with lane_of(mode):
                         stats = ask(asker, channel, one, ids[channel], mode, frequency, scope=scope)
-                    else:
-                        with provider_installed(provider):
-                            stats = ask(asker, channel, one, ids[channel], mode, frequency, scope=scope)
                     by_category[category].add(stats)
                     whole.add(stats)
             print(whole.line(f"{scope} {mode}"))

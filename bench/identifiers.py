@@ -16,7 +16,7 @@ hit in its call's arguments); the same with ``role="tool"`` for those the
 first call missed; and the identifier verbatim in a hit's window.
 
 The sessions: the two long shared Claude Code sessions (each compacted once);
-the same two written as Codex rollouts (``bench/codex_sessions.py``: their
+the same two written as Codex rollouts (``tests/support/session_files.py``: their
 ``compacted`` record holds Claude Code's summary, since no public real Codex
 rollout holding a compaction was found); and the committed Codex fixtures
 that hold ``compacted`` records (one written for the tests, one real with
@@ -35,11 +35,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from codex_sessions import write_rollouts
 from database import ROOT, django_environment, migrated_database, require_postgres
-from sessions import DATA, LONG_SESSIONS
 
 django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_import", compaction=False, embedding=False)
+from tests.support.session_files import DATA, LONG_SESSIONS, write_rollouts  # noqa: E402
 
 CHANNEL_PREFIX = "bench:identifiers:"
 CODEX_FIXTURES = [
@@ -227,7 +226,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="threadmem-bench-identifiers-") as folder:
                 rollouts = write_rollouts(long_sessions, Path(folder))
                 report(
-                    "Codex, the same two sessions written as Codex rollouts (bench/codex_sessions.py; their"
+                    "Codex, the same two sessions written as Codex rollouts (tests/support/session_files.py; their"
                     " `compacted` record holds Claude Code's summary: no public real Codex rollout with a"
                     " compaction was found)",
                     "the compacted record's", rollouts, user, fmt="codex", **options,

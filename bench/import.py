@@ -50,12 +50,12 @@ from pathlib import Path
 from typing import Any
 
 from database import django_environment, migrated_database, require_postgres
-from sessions import DATA, LONG_SESSIONS, repeated, templates
 
 # Automatic compaction and embedding are workers' jobs: keep them out of both sides.
 django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_import", compaction=False, embedding=False)
-
 import django  # noqa: E402
+
+from tests.support.session_files import DATA, LONG_SESSIONS, repeated, templates  # noqa: E402
 
 TARGET_RATIO = 0.80
 CHANNEL_PREFIX = "bench:import:"

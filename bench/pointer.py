@@ -5,9 +5,9 @@ agent's summary dropped, that each is one search away, and what the SessionStart
 
 DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_pointer) must point at PostgreSQL.
 
-Each long shared session (``bench/sessions.py``, Claude Code 2.1.39, compacted once) is written again record by
-record into a temporary project folder while ``manage.py capture`` (in this process) is fed the hooks Claude Code
-sends: Stop before each new user prompt, PreCompact before the compaction, then SessionStart with source
+Each long shared session (``tests/support/session_files.py``, Claude Code 2.1.39, compacted once) is written again
+record by record into a temporary project folder while ``manage.py capture`` (in this process) is fed the hooks
+Claude Code sends: Stop before each new user prompt, PreCompact before the compaction, then SessionStart with source
 ``compact``. Three orders of what the transcript holds when SessionStart(compact) runs, each its own session id:
 
 * ``run file``: as 2.1.39 wrote it: the compaction run's own transcript (``subagents/agent-acompact-*.jsonl``,
@@ -51,9 +51,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from database import ROOT, django_environment, migrated_database, require_postgres
-from sessions import DATA, LONG_SESSIONS, repeated, templates
 
 django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_pointer", compaction=False, embedding=False)
+from tests.support.session_files import DATA, LONG_SESSIONS, repeated, templates  # noqa: E402
 
 USER = "bench-pointer"
 ORDERS = ("run file", "boundary", "no summary")

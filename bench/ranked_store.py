@@ -19,9 +19,9 @@ A described question is made from a thread's own text: 6-10 words of one of
 its messages, between stop words, asked as a question ("what did we say
 about ... ?"): no literal hit for the whole query, one for many of its words.
 Per scope it prints p50/p95/p99 of the whole tool (``search_memory``), of the
-literal part (the same call with no semantic provider), and of the lane alone
+literal part (the same call with no ranked lane), and of the lane alone
 (``ranked_results`` on the resolved scope, no budget), and how many answers
-said the lane ran out of time (a global one: THREADMEM_RANKED_GLOBAL_BUDGET_MS).
+said the lane ran out of time (a global one: threadmem/search/semantic.py, RANKED_GLOBAL_BUDGET_MS).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import random
 import re
 import statistics
 import time
+from unittest import mock
 
 from bench import store
 
@@ -146,7 +147,7 @@ def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) ->
         whole.append((time.perf_counter() - started) * 1000)
         out_of_time += OUT_OF_TIME in result.text
         listed.append(result.literal_hits_total)
-        with semantic.provider_installed(semantic.not_configured):
+        with mock.patch.object(semantic, "ranked_in_force", lambda: False):  # the literal part alone
             started = time.perf_counter()
             search_memory(user=user, query=question, channel=channel)
             literal.append((time.perf_counter() - started) * 1000)

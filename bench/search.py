@@ -28,9 +28,9 @@ of the thread) beside the trigram indexes forced. Global rows say whether the
 index answered, or the search fell back to the newest messages / ran out of
 its time budget (threadmem/search/literal/plan.py), and whether the answer
 is "complete": the hits and the count an exhaustive search (a scan of every
-message, THREADMEM_SEARCH_PATH=scan) gives for the same query. Each global
+message, ``SearchTuning.path`` scan) gives for the same query. Each global
 class runs in the default configuration (the token index) and with search not
-using it (THREADMEM_SEARCH_TOKENS=false), one after the other.
+using it (``SearchTuning.tokens`` off), one after the other.
 The load average is printed before and after: on two shared cores every
 figure moves with whatever else runs.
 
@@ -41,6 +41,7 @@ index over 2.4 G characters; later runs reuse it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -102,17 +103,32 @@ def row(label: str, samples: list[float], extra: str = "", p99: bool = False) ->
     )
 
 
+@contextlib.contextmanager
+def tuned(**knobs):
+    """Literal search's tuning changed for the block (search/literal/plan.py, ``TUNING``), then as before."""
+    from dataclasses import replace
+
+    from threadmem.search.literal import plan
+
+    before = plan.TUNING
+    plan.TUNING = replace(before, **knobs)
+    try:
+        yield
+    finally:
+        plan.TUNING = before
+
+
 def ordinary_threads(runs: int) -> None:
     """Thread search in threads of the store's median, 90th and 99th percentile size, both match statements.
 
-    Below THREADMEM_SEARCH_THREAD_SCAN_BYTES search scans the thread's rows;
+    Below ``SearchTuning.thread_scan_bytes`` search scans the thread's rows;
     "index" forces the trigram indexes for comparison.
     """
-    from django.conf import settings
     from django.db import connection
 
     from threadmem.models import Thread
     from threadmem.search import search_memory
+    from threadmem.search.literal import plan
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -121,9 +137,8 @@ def ordinary_threads(runs: int) -> None:
             [STRESS_CHANNEL],
         )
         ordered = [thread_id for (thread_id,) in cursor.fetchall()]
-    threshold = settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES
-    scan_rate = settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS
-    print(f"thread scope, ordinary threads (scanned up to THREADMEM_SEARCH_THREAD_SCAN_BYTES = {threshold:,})")
+    threshold = plan.TUNING.thread_scan_bytes
+    print(f"thread scope, ordinary threads (scanned up to SearchTuning.thread_scan_bytes = {threshold:,})")
     words = tail_words()
     for percentile_label, fraction in (("median", 0.5), ("p90", 0.9), ("p99", 0.99)):
         thread = Thread.objects.select_related("owner").get(id=ordered[int(fraction * (len(ordered) - 1))])
@@ -131,19 +146,15 @@ def ordinary_threads(runs: int) -> None:
         print(f" {percentile_label} thread: {thread.messages.count()} messages, {size / 1e6:.2f} MB")
         for label, term in (("rare", RARE_TERM), ("common word", "error"), ("uncommon word", words["uncommon"])):
             figures = []
-            for forced in (None, 0):
-                if forced is not None:
-                    # The index path, to the end (no budget to fall back to a scan).
-                    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = forced
-                    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1
+            for forced in (False, True):
                 found = []
 
                 def search(term=term, thread=thread, found=found):
                     found.append(search_memory(user=thread.owner, query=term, channel=thread.channel))
 
-                samples = timed(search, runs)
-                settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = threshold
-                settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = scan_rate
+                # Forced: the index path, to the end (no budget to fall back to a scan).
+                with tuned(thread_scan_bytes=0, scan_bytes_per_ms=1) if forced else contextlib.nullcontext():
+                    samples = timed(search, runs)
                 figures.append(f"{found[-1].matched_by} p50 {statistics.median(samples):6.1f} ms")
             hits = found[-1].literal_hits_total
             print(f"  {label:<14} ({hits} hits)  default: {figures[0]};  forced: {figures[1]}", flush=True)
@@ -153,19 +164,13 @@ def ordinary_threads(runs: int) -> None:
 def exhaustive_verdict(result, query: str, user) -> str:
     """ "complete" when ``result`` lists what a search reading every message would: the same hits, the same count.
 
-    The exhaustive search is THREADMEM_SEARCH_PATH=scan, which reads the
+    The exhaustive search is ``SearchTuning.path`` scan, which reads the
     global scope to the end with no time budget (seconds at a million messages).
     """
-    from django.conf import settings
-
     from threadmem.search import search_memory
 
-    before = settings.THREADMEM_SEARCH_PATH
-    settings.THREADMEM_SEARCH_PATH = "scan"
-    try:
+    with tuned(path="scan"):
         exhaustive = search_memory(user=user, query=query)
-    finally:
-        settings.THREADMEM_SEARCH_PATH = before
     same_hits = result.hits == exhaustive.hits
     if same_hits and result.literal_hits_total == exhaustive.literal_hits_total:
         return "complete"
@@ -283,8 +288,6 @@ def measure(runs: int, *, global_only: bool = False) -> None:
         ("common word, as an owner (1% of threads)", "error", other_owner),
         (f"uncommon word, as an owner {words['uncommon']!r}", words["uncommon"], other_owner),
     ]
-    from django.conf import settings
-
     from threadmem.search.database import capabilities
 
     # The default configuration (the token index, migration 0022) and the same store with search not using it.
@@ -293,16 +296,15 @@ def measure(runs: int, *, global_only: bool = False) -> None:
         "configurations: " + ", ".join(configurations) + ("" if len(configurations) == 2 else " (no token index here)")
     )
     every: dict[str, list[float]] = {name: [] for name in configurations}
-    before = settings.THREADMEM_SEARCH_TOKENS
     for label, query, user in queries:
         for name, tokens in configurations.items():
-            settings.THREADMEM_SEARCH_TOKENS = tokens
             results = []
 
             def search(query=query, user=user, results=results):
                 results.append(search_memory(user=user, query=query))
 
-            samples = timed(search, runs)
+            with tuned(tokens=tokens):
+                samples = timed(search, runs)
             every[name] += samples
             measured = results[1:]  # the first call only warmed up
             hits = measured[-1].text.split("\n")[1].rsplit("literal hits: ", 1)[1]
@@ -313,7 +315,6 @@ def measure(runs: int, *, global_only: bool = False) -> None:
             how = ", ".join(f"{how} {count}" for how, count in answered.items() if count)
             verdict = exhaustive_verdict(measured[-1], query, user)
             row(f"{label} [{name}]", samples, f"  ({hits}; answered by: {how}; {verdict})", p99=True)
-    settings.THREADMEM_SEARCH_TOKENS = before
     for name in configurations:
         row(f"all global queries above [{name}]", every[name], p99=True)
     print("\nload average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))

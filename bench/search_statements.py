@@ -6,7 +6,7 @@
 Uses bench/search_path.py's seeded database. The searches: a thread and the
 global scope, each without filters, with a tool filter and with a role filter,
 for four queries. Run it on the code before and after a change (with
-THREADMEM_SEARCH_PATH=index too, for the index paths of a small store), then
+``--path index`` too, for the index paths of a small store), then
 compare: the load-scaled time budget's figures are masked (they follow the
 machine's load), and a search whose budget ran out in one run (one statement
 more) is compared on its first statement.
@@ -33,7 +33,7 @@ def _masked(statement: str) -> str:
     return re.sub(r"set_config\('statement_timeout', '\d+'", "set_config('statement_timeout', 'T'", statement)
 
 
-def capture(url: str) -> list[list[str]]:
+def capture(url: str, *, path: str = "auto") -> list[list[str]]:
     os.environ["DATABASE_URL"] = url
     search_path._ensure_database(url)
     import django
@@ -45,8 +45,9 @@ def capture(url: str) -> list[list[str]]:
     from django.test.utils import CaptureQueriesContext
 
     from threadmem.scope import resolve_scope
-    from threadmem.search.literal import literal_search
+    from threadmem.search.literal import literal_search, plan
 
+    plan.TUNING = replace(plan.TUNING, path=plan.SearchPath(path))
     user = search_path._seed()
     searches = []
     for channel in (search_path.CHANNEL, None):
@@ -76,11 +77,12 @@ def main() -> None:
     parser.add_argument("out", nargs="?")
     parser.add_argument("--database-url", default=os.environ.get("PATH_DATABASE_URL", search_path.DEFAULT_URL))
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    parser.add_argument("--path", choices=("auto", "scan", "index"), default="auto", help="force a thread's match path")
     args = parser.parse_args()
     if args.compare:
         before, after = (json.loads(Path(name).read_text()) for name in args.compare)
         sys.exit(1 if compare(before, after) else 0)
-    searches = capture(args.database_url)
+    searches = capture(args.database_url, path=args.path)
     Path(args.out).write_text(json.dumps(searches, indent=0))
     print(f"{len(searches)} searches, {sum(map(len, searches))} statements: {args.out}")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_choice, env_float, env_int, env_str
+from config.env import env_bool, env_float, env_int, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -54,7 +54,6 @@ def secret_key(*, debug: bool) -> str:
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = secret_key(debug=DEBUG)
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
-CSRF_TRUSTED_ORIGINS = [o for o in env_str("CSRF_TRUSTED_ORIGINS").split(",") if o]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -129,6 +128,28 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # per process, so parallel runs do not collide.
     DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"threadmem-test-{os.getpid()}.sqlite3")}
 
+# Read replicas (docs/scaling.md): PostgreSQL streaming replicas of DATABASE_URL, comma-separated. The
+# model-facing reads (search, the audit read, context, listings) go to one of them; writes stay on the primary
+# (threadmem/replicas.py). Unset: every read on the primary, no router.
+DATABASE_REPLICA_URLS = [url.strip() for url in env_str("DATABASE_REPLICA_URLS").split(",") if url.strip()]
+for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
+    try:
+        _replica = dj_database_url.parse(_url, conn_max_age=60, conn_health_checks=True)
+    except Exception as exc:
+        raise ImproperlyConfigured(f"DATABASE_REPLICA_URLS: entry {_number} is not a valid URL: {exc}") from exc
+    if _replica["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS: replicas are PostgreSQL streaming replicas")
+    # A replica that stops answering costs a read at most this long before it goes to the primary.
+    _replica["OPTIONS"] = {"connect_timeout": 2, **_replica.get("OPTIONS", {})}
+    _replica["TEST"] = {"MIRROR": "default"}  # tests read the test database, not a copy of it
+    DATABASES[f"replica{_number}"] = _replica
+if DATABASE_REPLICA_URLS:
+    if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL (the replicas' primary)")
+    DATABASE_ROUTERS = ["threadmem.replicas.ReplicaRouter"]
+# A replica further behind the primary than this is not read.
+THREADMEM_REPLICA_MAX_LAG_SECONDS = env_float("THREADMEM_REPLICA_MAX_LAG_SECONDS", 10.0)
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -163,10 +184,9 @@ LOGOUT_REDIRECT_URL = "/console/login/"
 THREADMEM_WSGI_THREADS = env_int("THREADMEM_WSGI_THREADS", 16, minimum=1)
 
 # --- Metrics (/metrics, docs/metrics.md) --------------------------------------
-# On: /metrics answers Prometheus' text format to staff (session or API token)
-# and to THREADMEM_METRICS_TOKEN sent as "Authorization: Bearer <token>"; off: 404.
+# /metrics answers Prometheus' text format to staff (session or API token)
+# and to THREADMEM_METRICS_TOKEN sent as "Authorization: Bearer <token>"; anyone else 403.
 # Set PROMETHEUS_MULTIPROC_DIR so one scrape sums every process of a host.
-THREADMEM_METRICS = env_bool("THREADMEM_METRICS", True)
 THREADMEM_METRICS_TOKEN = env_str("THREADMEM_METRICS_TOKEN")
 
 # --- REST API ---------------------------------------------------------------
@@ -204,9 +224,6 @@ SPECTACULAR_SETTINGS = {
         "api.schema.closed_request_bodies",
     ],
 }
-# The schema and Swagger UI answer anonymous callers only when this is on.
-THREADMEM_PUBLIC_SCHEMA = env_bool("THREADMEM_PUBLIC_SCHEMA", False)
-
 # The cache holds the agent-turn throttle's counts: per process by default,
 # shared by every web process with CACHE_URL=redis://... (production).
 _cache_url = env_str("CACHE_URL")
@@ -220,27 +237,25 @@ CACHES = {
     )
 }
 
-# PostgreSQL: keep embeddings in pgvector where the server has it (false: float32 bytes, ranked in NumPy,
-# as on a stock server). Decided when migrations create the column.
-THREADMEM_PGVECTOR = env_bool("THREADMEM_PGVECTOR", True)
-
 # --- Celery -----------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 # Without a broker, tasks run in the calling process (the embedded default).
 CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "threadmem")
+# Fixed names, not configuration: an operator sharing a broker gives threadmem its own Redis database or
+# RabbitMQ vhost in CELERY_BROKER_URL (docs/production.md). The worker tests' own queues come from
+# tests/support/child_settings.py.
+CELERY_TASK_DEFAULT_QUEUE = "threadmem"
 # Compaction, embedding and import tasks each go to a queue of their own, so a worker per queue keeps a burst of one
 # kind from delaying the others (docs/production.md); everything else, beat's sweeps included, to the default queue.
-# Set one to the default queue's name to let that queue's workers run it.
-THREADMEM_COMPACTION_QUEUE = env_str("THREADMEM_COMPACTION_QUEUE") or "compaction"
-THREADMEM_EMBEDDINGS_QUEUE = env_str("THREADMEM_EMBEDDINGS_QUEUE") or "embeddings"
-THREADMEM_IMPORTS_QUEUE = env_str("THREADMEM_IMPORTS_QUEUE") or "imports"
+THREADMEM_COMPACTION_QUEUE = "compaction"
+THREADMEM_EMBEDDINGS_QUEUE = "embeddings"
+THREADMEM_IMPORTS_QUEUE = "imports"
 CELERY_TASK_ROUTES = {
     "threadmem.compaction.run": {"queue": THREADMEM_COMPACTION_QUEUE},
     "threadmem.compaction.resummarize": {"queue": THREADMEM_COMPACTION_QUEUE},
@@ -259,66 +274,24 @@ THREADMEM_LLM_TIMEOUT = env_float("THREADMEM_LLM_TIMEOUT", 60.0, minimum=0.1)
 THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 
 # --- Search -------------------------------------------------------------------
-# Dotted path of a custom semantic part ("other memory results"); empty: the
-# built-in one (threadmem/search/semantic.py), active once an embedding model is set.
-THREADMEM_SEMANTIC_PROVIDER = env_str("THREADMEM_SEMANTIC_PROVIDER")
-# The semantic part lists at most this many messages, each with a cosine
-# similarity to the query of at least THREADMEM_SEMANTIC_MIN_SCORE.
-THREADMEM_SEMANTIC_TOP_K = env_int("THREADMEM_SEMANTIC_TOP_K", 8, minimum=1)
-THREADMEM_SEMANTIC_MIN_SCORE = env_float("THREADMEM_SEMANTIC_MIN_SCORE", 0.3)
 # The ranked lane (contract §12, threadmem/search/ranked): with no embedding model
 # configured, messages are embedded with the static model shipped inside the
 # wordllama package (threadmem/embeddings/static.py, never downloaded); false:
-# no static vectors, the lane ranks by keyword relevance alone.
+# no static vectors, and without a configured model no ranked lane.
 THREADMEM_STATIC_EMBEDDINGS = env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
 # How long search waits for the semantic part (query embedding, ranking and the
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)
-# A global search's ranked lane (contract §12) with the static model answers within this many milliseconds or
-# says in one line that it ran out of time, its statement cancelled then (threadmem/search/semantic.py).
-THREADMEM_RANKED_GLOBAL_BUDGET_MS = env_int("THREADMEM_RANKED_GLOBAL_BUDGET_MS", 120, minimum=1)
-# "llm": the chat model condenses the semantic matches into a short answer
-# citing messageIds, listed above them. Empty: the matches only.
-THREADMEM_MEMORY_ANSWER = env_choice("THREADMEM_MEMORY_ANSWER", "", ("", "llm"))
-# Global search on PostgreSQL: time for the trigram-index path, then for the
-# fallback over the newest messages (within_budget in threadmem/search/literal/__init__.py and
-# docs/search.md explain why).
-THREADMEM_SEARCH_INDEX_BUDGET_MS = env_int("THREADMEM_SEARCH_INDEX_BUDGET_MS", 45, minimum=1)
-THREADMEM_SEARCH_RECENT_BUDGET_MS = env_int("THREADMEM_SEARCH_RECENT_BUDGET_MS", 30, minimum=1)
-# Both are an idle machine's milliseconds: on a loaded one they are multiplied
-# by the load (statements active in the database or threads runnable on this
-# host, per CPU), at most this many times (1: the clock's milliseconds).
-THREADMEM_SEARCH_BUDGET_SCALE_MAX = env_int("THREADMEM_SEARCH_BUDGET_SCALE_MAX", 20, minimum=1)
-# The database's CPUs, for that load; 0: this host's (the database on the same host).
-THREADMEM_SEARCH_DB_CPUS = env_int("THREADMEM_SEARCH_DB_CPUS", 0, minimum=0)
-# Thread search on PostgreSQL: a thread (with its fork ancestry) of at most
-# this many bytes of text is scanned; a larger one is searched through the
-# trigram indexes (0: always the indexes).
-THREADMEM_SEARCH_THREAD_SCAN_BYTES = env_int("THREADMEM_SEARCH_THREAD_SCAN_BYTES", 1_000_000, minimum=0)
-# Without threadmem_search, a larger thread is searched through the indexes
-# after reading this many bytes of its newest content, to learn how it spells
-# each term (0: do not).
-THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = env_int("THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES", 65_536, minimum=0)
-# PostgreSQL: match ASCII terms with threadmem's own extension (pg/) where the
-# database has it (migration 0007); off, or without it, with ~* and lower().
-# Off on a database that has it is for comparison: its indexes do not serve
-# the LIKE that the spelling sample adds.
-THREADMEM_SEARCH_PG_EXTENSION = env_bool("THREADMEM_SEARCH_PG_EXTENSION", True)
+# With a chat model: it writes a short answer from the ranked lane's best messages,
+# citing their messageIds, above them (one model call per search; threadmem/search/semantic.py).
+THREADMEM_MEMORY_ANSWER = env_bool("THREADMEM_MEMORY_ANSWER", False)
+# The literal search's tuning is benchmark work, not configuration: constants in
+# threadmem/search/literal/plan.py (SearchTuning).
+
 # MCP: also send each tool's outputSchema and, beside the text, structuredContent (the REST JSON). Off by
 # default: Claude Code hands the model the structuredContent instead of the text, and it repeats every
 # window, past the 12,000-character cap (docs/mcp.md).
 THREADMEM_MCP_STRUCTURED_CONTENT = env_bool("THREADMEM_MCP_STRUCTURED_CONTENT", False)
-# With it, a larger thread's index path has the time a scan of the thread
-# would take at this many bytes a millisecond, then the thread is scanned
-# (below a scan's real rate, docs/search.md: the default leaves the index room).
-THREADMEM_SEARCH_SCAN_BYTES_PER_MS = env_int("THREADMEM_SEARCH_SCAN_BYTES_PER_MS", 400_000, minimum=1)
-# PostgreSQL: narrow a global search with the token indexes (migration 0014)
-# where a term allows it (threadmem/search/database/); off for comparison.
-THREADMEM_SEARCH_TOKENS = env_bool("THREADMEM_SEARCH_TOKENS", True)
-# Thread search on PostgreSQL: "scan" or "index" forces the match path for
-# measuring one against the other; "auto" chooses by THREADMEM_SEARCH_THREAD_SCAN_BYTES.
-# threadmem/search/literal/plan.py reads these knobs as one SearchTuning.
-THREADMEM_SEARCH_PATH = env_choice("THREADMEM_SEARCH_PATH", "auto", ("auto", "scan", "index"))
 
 # --- Limits -----------------------------------------------------------------
 # A message whose content (or tool-call arguments) passes this size answers 413.
@@ -353,10 +326,13 @@ if THREADMEM_PUBLIC_URL and (
     raise ImproperlyConfigured(
         f"THREADMEM_PUBLIC_URL must be an origin such as https://host, got {THREADMEM_PUBLIC_URL!r}"
     )
+# The origin clients see is the one whose forms (the console, the admin) Django's CSRF check must trust.
+CSRF_TRUSTED_ORIGINS = [THREADMEM_PUBLIC_URL] if THREADMEM_PUBLIC_URL else []
 # Dynamic client registration (RFC 7591) open to any client; false: an operator registers clients in the admin.
 THREADMEM_OAUTH_REGISTRATION = env_bool("THREADMEM_OAUTH_REGISTRATION", True)
-THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS = env_int("THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
-THREADMEM_OAUTH_REFRESH_TOKEN_DAYS = env_int("THREADMEM_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+# Token lifetimes (docs/mcp.md): an access token an hour, a refresh token 30 days, each use replacing it.
+THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS = 3600
+THREADMEM_OAUTH_REFRESH_TOKEN_DAYS = 30
 OAUTH2_PROVIDER = {
     "SCOPES": {"mcp": "Search your threads and read their stored messages over MCP"},
     "DEFAULT_SCOPES": ["mcp"],
@@ -393,10 +369,8 @@ SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # --- Imports (threadmem/imports/) ---------------------------------------------
 # Where API uploads wait for their task: workers must see the same folder.
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
-# Where ``manage.py capture`` writes what went wrong (a hook shows one line of standard error at most).
-THREADMEM_CAPTURE_LOG = Path(env_str("THREADMEM_CAPTURE_LOG") or BASE_DIR / "var" / "capture.log")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
-THREADMEM_IMPORT_INLINE_BYTES = env_int("THREADMEM_IMPORT_INLINE_BYTES", 1024 * 1024)
+THREADMEM_IMPORT_INLINE_BYTES = 1024 * 1024
 # A larger upload answers 413, and what was written of it is deleted.
 THREADMEM_IMPORT_MAX_BYTES = env_int("THREADMEM_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 
@@ -404,19 +378,21 @@ THREADMEM_IMPORT_MAX_BYTES = env_int("THREADMEM_IMPORT_MAX_BYTES", 256 * 1024 * 
 # The most characters one summary call sends the model; longer generations are
 # chunked and summarized hierarchically.
 THREADMEM_SUMMARY_INPUT_CHARS = env_int("THREADMEM_SUMMARY_INPUT_CHARS", 60_000, minimum=2_000)
+# The recovery's timings are constants, not configuration (no deployment needs others); the worker processes
+# the tests start shorten them (tests/support/child_settings.py).
 # Transient model failures are retried this often, backing off exponentially
 # from THREADMEM_COMPACTION_RETRY_BACKOFF seconds (with jitter, at most 10 minutes).
-THREADMEM_COMPACTION_MAX_RETRIES = env_int("THREADMEM_COMPACTION_MAX_RETRIES", 5)
-THREADMEM_COMPACTION_RETRY_BACKOFF = env_int("THREADMEM_COMPACTION_RETRY_BACKOFF", 10, minimum=1)
+THREADMEM_COMPACTION_MAX_RETRIES = 5
+THREADMEM_COMPACTION_RETRY_BACKOFF = 10
 # Soft time limit of one compaction attempt; the hard limit is 60 s later.
-THREADMEM_COMPACTION_TIME_LIMIT = env_int("THREADMEM_COMPACTION_TIME_LIMIT", 900, minimum=10)
+THREADMEM_COMPACTION_TIME_LIMIT = 900
 # A worker's running claim is trusted this long without a heartbeat (renewed every quarter of it); a
 # killed worker's compaction is sent again by the sweep (Celery beat) once it runs out.
-THREADMEM_COMPACTION_LEASE = env_int("THREADMEM_COMPACTION_LEASE", 60, minimum=2)
-THREADMEM_COMPACTION_SWEEP_SECONDS = env_int("THREADMEM_COMPACTION_SWEEP_SECONDS", 30, minimum=1)
+THREADMEM_COMPACTION_LEASE = 60
+THREADMEM_COMPACTION_SWEEP_SECONDS = 30
 # A compaction sent to the broker but not started within this many seconds is sent again by the sweep (its task
 # message was lost, say by a broker restarted without persistence); a duplicate delivery is harmless.
-THREADMEM_COMPACTION_DISPATCH_TIMEOUT = env_int("THREADMEM_COMPACTION_DISPATCH_TIMEOUT", 60, minimum=1)
+THREADMEM_COMPACTION_DISPATCH_TIMEOUT = 60
 CELERY_BEAT_SCHEDULE = {
     "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
 }
@@ -429,7 +405,7 @@ if THREADMEM_RETENTION_DAYS:
 # Celery beat queues an embedding run this often for each thread with messages not embedded yet (their
 # tasks never reached a worker: the broker was down, or lost them); a thread whose run made progress
 # within this time is left to it.
-THREADMEM_EMBEDDINGS_SWEEP_SECONDS = env_int("THREADMEM_EMBEDDINGS_SWEEP_SECONDS", 300, minimum=1)
+THREADMEM_EMBEDDINGS_SWEEP_SECONDS = 300
 CELERY_BEAT_SCHEDULE["embeddings-sweep"] = {
     "task": "threadmem.embeddings.sweep",
     "schedule": float(THREADMEM_EMBEDDINGS_SWEEP_SECONDS),
@@ -437,15 +413,19 @@ CELERY_BEAT_SCHEDULE["embeddings-sweep"] = {
 # Registered by workers when they start, not by every process that loads Django (a capture hook starts fast).
 CELERY_IMPORTS = ["threadmem.erase.tasks"]
 
-# Redis hands an unacknowledged task to another worker after this many seconds
-# (a worker that died mid-task); keep it above the compaction hard time limit.
-_visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": _visibility_timeout,
-    # Sweep for abandoned tasks often enough that a short timeout means a short wait.
-    "unacked_restore_interval": max(1, min(10, _visibility_timeout // 4)),
-    "unacked_restore_throttle": 1 if _visibility_timeout < 300 else 10,
-}
+
+def broker_transport_options(visibility_timeout: int) -> dict[str, int]:
+    """Redis hands an unacknowledged task to another worker after ``visibility_timeout`` seconds (a worker that
+    died mid-task); it stays above the compaction hard time limit (``manage.py check``: threadmem.E001)."""
+    return {
+        "visibility_timeout": visibility_timeout,
+        # Sweep for abandoned tasks often enough that a short timeout means a short wait.
+        "unacked_restore_interval": max(1, min(10, visibility_timeout // 4)),
+        "unacked_restore_throttle": 1 if visibility_timeout < 300 else 10,
+    }
+
+
+CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(3600)
 
 # The request body limit must let a full batch through; messages are checked one by one.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("DATA_UPLOAD_MAX_MEMORY_SIZE", 64 * 1024 * 1024, minimum=1)
@@ -454,7 +434,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["console"], "level": "INFO"},
 }
 
 # Served over HTTPS (production): secure cookies, a redirect to HTTPS and HSTS;

@@ -110,18 +110,31 @@ THREAD_MATCH_PATHS = (
 )
 
 
+@pytest.fixture
+def tune(monkeypatch):
+    """Literal search's tuning for one test: ``tune(index_budget_ms=60_000)`` (search/literal/plan.py, TUNING)."""
+    from dataclasses import replace
+
+    from threadmem.search.literal import plan
+
+    def set_knobs(**knobs) -> None:
+        monkeypatch.setattr(plan, "TUNING", replace(plan.TUNING, **knobs))
+
+    return set_knobs
+
+
 @pytest.fixture(params=THREAD_MATCH_PATHS)
-def thread_match(request, settings, django_db_setup, django_db_blocker) -> str:
+def thread_match(request, django_db_setup, django_db_blocker, tune) -> str:
     """Run the test once with each way a thread search may match."""
     fast = request.param.startswith("fast-")
     path = request.param.removeprefix("fast-")
-    settings.THREADMEM_SEARCH_PG_EXTENSION = fast
+    tune(pg_extension=fast)
     if fast:
         with django_db_blocker.unblock():
             skip_without_search_extension()
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 10**12 if path == "scan" else 0
-    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 10**9 if path == "spelled" else 0
-    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # the index path's budget: minutes, it cannot run out
+    tune(thread_scan_bytes=10**12 if path == "scan" else 0)
+    tune(spelling_sample_bytes=10**9 if path == "spelled" else 0)
+    tune(scan_bytes_per_ms=1)  # the index path's budget: minutes, it cannot run out
     return request.param
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
-from threadmem import llm, selectors, services, tools
+from threadmem import llm, replicas, selectors, services, tools
 from threadmem.errors import DomainError, InvalidInput, NotFound
 from threadmem.models import Message, Thread, ToolCall
 from threadmem.search.bounded import WINDOW_CHARS
@@ -150,6 +150,7 @@ class _Turn:
             # The model's output, not the caller's input, is at fault.
             raise TurnModelFailed(f"the model's answer cannot be stored: {err.message}") from err
         created = services.messages_append(thread=self.thread, messages=parsed, run_hooks=False)
+        replicas.wrote(self.thread.owner_id)  # the turn's next search runs as the owner: it must find these
         self.stored.extend(created)
         self.transcript.extend(selectors.chat_message(m) for m in created)
         return created
@@ -215,6 +216,7 @@ def turn_run(*, thread: Thread, user: AbstractBaseUser, content: Any, session_id
     turn = _Turn(thread=thread, session_id=user_message.session_id)
     try:
         created = services.messages_append(thread=thread, messages=[user_message], run_hooks=False)
+        replicas.wrote(tool_user.pk)
         turn.stored.extend(created)
         # Read after the append, so the user's message closes the context as stored.
         turn.transcript = [selectors.chat_message(m) for m in selectors.context_messages(thread)]

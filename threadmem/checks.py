@@ -31,7 +31,7 @@ def pgvector_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
             "which slows down as a store grows past a few hundred thousand chunks.",
             hint=(
                 "Install pgvector on the server ('make pgvector', or the distribution's postgresql-NN-pgvector), "
-                "then on a new database migrate with THREADMEM_PGVECTOR unset."
+                "then migrate a new database: the column's type is chosen when it is created."
             ),
             id="threadmem.W001",
         )
@@ -52,9 +52,9 @@ def broker_visibility_timeout_check(app_configs: Any = None, **kwargs: Any) -> l
         return []
     return [
         Error(
-            f"CELERY_VISIBILITY_TIMEOUT ({timeout} s) must be above the compaction hard time limit "
+            f"The broker's visibility timeout ({timeout} s) must be above the compaction hard time limit "
             f"({hard_time_limit()} s: THREADMEM_COMPACTION_TIME_LIMIT + 60)",
-            hint="Raise CELERY_VISIBILITY_TIMEOUT or lower THREADMEM_COMPACTION_TIME_LIMIT.",
+            hint="Raise the visibility timeout (CELERY_BROKER_TRANSPORT_OPTIONS) or lower the compaction time limit.",
             id="threadmem.E001",
         )
     ]

@@ -3,9 +3,8 @@
 PostgreSQL with pgvector: its ``vector`` type, without a fixed dimension, so
 one column holds what any embedding model returns; the HNSW index is built
 per dimension on ``embedding::vector(N)`` (``service.ensure_hnsw_index``).
-SQLite, and PostgreSQL without pgvector (a stock server, or
-THREADMEM_PGVECTOR=false): the vector as little-endian float32 bytes, ranked
-exactly in NumPy. Which one a database has is decided when migration 0005
+SQLite, and PostgreSQL without pgvector (a stock server): the vector as
+little-endian float32 bytes, ranked exactly in NumPy. Which one a database has is decided when migration 0005
 creates the column, and read back from the column itself afterwards.
 """
 
@@ -14,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from django.conf import settings
 from django.db import models
 from pgvector import Vector
 
@@ -27,11 +25,16 @@ _COLUMN_TYPE = (
 )
 
 
+def server_offers_pgvector(cursor: Any) -> bool:
+    """Whether the server has pgvector installed (a function of its own, so a test can stand for a stock server)."""
+    cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+    return cursor.fetchone() is not None
+
+
 def pgvector_in_use(connection: Any) -> bool:
     """Whether this database keeps embeddings in pgvector's ``vector`` column (cached per connection).
 
-    Before the column exists (migrating): when THREADMEM_PGVECTOR allows it
-    and the server offers the extension.
+    Before the column exists (migrating): when the server offers the extension.
     """
     if connection.vendor != "postgresql":
         return False
@@ -41,11 +44,7 @@ def pgvector_in_use(connection: Any) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(_COLUMN_TYPE)
         row = cursor.fetchone()
-        if row is not None:
-            in_use = row[0] == "vector"
-        else:
-            cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-            in_use = bool(settings.THREADMEM_PGVECTOR) and cursor.fetchone() is not None
+        in_use = row[0] == "vector" if row is not None else server_offers_pgvector(cursor)
     if row is not None:  # a decision made by the column itself holds for the connection's life
         connection.threadmem_pgvector = in_use
     return in_use

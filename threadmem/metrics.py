@@ -18,7 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
@@ -92,6 +92,29 @@ TOOL_CALL_CHARS = Counter(
     "threadmem_tool_call_chars_returned",
     "Characters the memory tools returned (the log's chars_returned), by tool and surface.",
     ["tool", "surface"],
+    registry=REGISTRY,
+)
+# Read replicas (threadmem/replicas.py; docs/scaling.md).
+READS = Counter(
+    "threadmem_reads",
+    "Model-facing reads (search, the audit read, context, listings) with replicas configured, by the database "
+    "that answered them (default: the primary, replicaN: DATABASE_REPLICA_URLS' Nth).",
+    ["database"],
+    registry=REGISTRY,
+)
+READ_FALLBACKS = Counter(
+    "threadmem_read_fallbacks",
+    "Model-facing reads that went to the primary though replicas are configured, by reason: lag (every "
+    "replica too far behind), writes (none had replayed the caller's last write yet), down (none answering), "
+    "failed (a replica failed during the read, which was read again on the primary).",
+    ["reason"],
+    registry=REGISTRY,
+)
+REPLICA_LAG = Gauge(
+    "threadmem_replica_lag_seconds",
+    "Each replica's lag behind the primary when last checked (0: it had replayed everything the primary wrote).",
+    ["database"],
+    multiprocess_mode="max",
     registry=REGISTRY,
 )
 

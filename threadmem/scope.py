@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
 from django.db.models import Q, QuerySet
 
 from threadmem.errors import NotFound
 from threadmem.models import Message, searchable_q
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.selectors import ScopePart, channel_holder, is_operator, scope_filter
 
 # The channel a caller passes to search every thread they may read (as if they passed none).

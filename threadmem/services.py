@@ -71,7 +71,9 @@ def message_parse(data: Any, *, position: str = "message") -> MessageIn:
     role = data.get("role")
     if role not in ROLES:
         raise InvalidInput(f"{position}.role must be one of {', '.join(ROLES)}", field="role")
-    kind = data.get("kind", Message.Kind.MESSAGE) or Message.Kind.MESSAGE
+    kind = data.get("kind")
+    if kind in (None, ""):  # omitted, as the schema says; not any falsy value
+        kind = Message.Kind.MESSAGE
     if kind not in KINDS:
         raise InvalidInput(f"{position}.kind must be one of {', '.join(KINDS)}", field="kind")
     if kind == Message.Kind.SUMMARY:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.endpoints import errors
-from api.serializers import ReadOnlyModelSerializer
+from api.serializers import CHANNEL_PATTERN, ReadOnlyModelSerializer
 from threadmem import selectors
 from threadmem.compaction.pointer import compaction_pointer
 from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
@@ -59,14 +59,20 @@ class ImportSerializer(ReadOnlyModelSerializer):
 class ImportRequest(serializers.Serializer):
     """The upload's form, for the schema (the view reads it as the parsers left it)."""
 
-    file = serializers.FileField(help_text="the JSONL, one record a line")
+    # A file part of at least one byte: a plain form field of text, or an empty part (the parser drops it), answers 400.
+    file = extend_schema_field({"type": "string", "format": "binary", "minLength": 1})(serializers.FileField)(
+        help_text="the JSONL, one record a line"
+    )
     format = serializers.ChoiceField(
         choices=list(FORMATS),
         required=False,
         help_text="claude-code, codex, openai or threadmem (an export); default: read from the first record",
     )
-    channel = serializers.CharField(
-        required=False, max_length=CHANNEL_MAX_CHARS, help_text="the thread to import into (one session only)"
+    channel = serializers.RegexField(
+        CHANNEL_PATTERN,
+        required=False,
+        max_length=CHANNEL_MAX_CHARS,
+        help_text="the thread to import into (one session only)",
     )
 
 

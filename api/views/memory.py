@@ -30,7 +30,7 @@ from api.serializers_memory import (
     ToolSchemaSerializer,
 )
 from api.views.threads import JSONAPIView, Pagination, body_object
-from threadmem import selectors, services
+from threadmem import replicas, selectors, services
 from threadmem.erase.messages import message_erase
 from threadmem.errors import InvalidInput
 from threadmem.models import ToolCall
@@ -58,7 +58,9 @@ def _search(request: Request, data: Any) -> Response:
         raise InvalidInput(NOT_AN_OBJECT)
     SearchMemoryRequest.check_keys(data, unknown_message=UNKNOWN_FIELDS)
     search = SearchMemoryRequest.build(data)
-    result = search_memory(user=request.user, **search.keywords(), surface="api")
+    result = replicas.read(
+        lambda: search_memory(user=request.user, **search.keywords(), surface="api"), request.user.pk
+    )
     return Response(search_result_data(result))
 
 
@@ -161,6 +163,7 @@ class MessageView(JSONAPIView):
 
 class ToolCallListView(JSONAPIView):
     pagination_class = Pagination
+    replica_reads = False  # the log as written: a search's row is on the primary at once
 
     @extend_schema(
         summary="The tool-call log: every memory-tool call the service answered",

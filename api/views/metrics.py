@@ -3,7 +3,6 @@
 Who may read it: staff (an API token or a console session), or whoever sends
 THREADMEM_METRICS_TOKEN as ``Authorization: Bearer <token>`` (a scraper with
 no user). Anyone else: 401 without credentials, 403 with a non-staff user's.
-THREADMEM_METRICS off: 404.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from prometheus_client.core import GaugeMetricFamily
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import AuthenticationFailed, NotFound
+from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -84,12 +83,6 @@ class BacklogCollector:
 class MetricsView(APIView):
     authentication_classes = [MetricsTokenAuthentication, TokenAuthentication, SessionAuthentication]
     permission_classes = [StaffOrMetricsToken]
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        # Off: as if there were no such page, whoever asks.
-        if not settings.THREADMEM_METRICS:
-            raise NotFound()
-        super().initial(request, *args, **kwargs)
 
     @extend_schema(exclude=True)
     def get(self, request: Request) -> HttpResponse:

@@ -29,7 +29,7 @@ from api.serializers import (
     ThreadSerializer,
     ThreadUpdateRequest,
 )
-from threadmem import selectors, services
+from threadmem import replicas, selectors, services
 from threadmem.erase.threads import thread_delete
 from threadmem.errors import InvalidInput
 from threadmem.lib.validate import require_keys
@@ -96,6 +96,21 @@ class JSONAPIView(APIView):
     # Only JSON: a form-encoded body would otherwise parse into a QueryDict
     # and fail later with a less helpful message. Other types answer 415.
     parser_classes = [SafeJSONParser]
+    replica_reads = True  # its GETs are model-facing reads
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        """A GET is a model-facing read (a replica's, threadmem/replicas.py); after a write, the caller's reads
+        wait for a replica that has it."""
+        if request.method in ("GET", "HEAD") and self.replica_reads:
+            return replicas.read(lambda: super(JSONAPIView, self).dispatch(request, *args, **kwargs))
+        response = super().dispatch(request, *args, **kwargs)
+        if response.status_code < 400 and replicas.aliases():
+            replicas.wrote(getattr(self.request.user, "pk", None))
+        return response
+
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        super().initial(request, *args, **kwargs)
+        replicas.use_replica(request.user.pk)  # once authenticated; outside a read, nothing
 
 
 class ThreadListView(JSONAPIView):
@@ -207,7 +222,9 @@ class MessageListView(JSONAPIView):
             "Every stored message, flags shown (isolated, model_visible, superseded_by, kind). For non-staff "
             "callers an isolated message keeps its place and flags but comes without content or tool calls."
         ),
-        parameters=[OpenApiParameter("generation", int, description="only this generation")],
+        parameters=[
+            OpenApiParameter("generation", {"type": "integer", "minimum": 1}, description="only this generation")
+        ],
         responses={200: MessageSerializer(many=True), **errors(400)},
         tags=["messages"],
     )

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
 
 from api.endpoints import errors, thread_endpoint
-from api.serializers import MessageSerializer
+from api.serializers import SPACE_CHARS, MessageSerializer
 from api.views.threads import JSONAPIView, body_object
 from threadmem import agent
 from threadmem.models import Thread
@@ -23,11 +23,13 @@ TURN_FIELDS = {"content", "session_id"}
 
 
 class TurnRequest(serializers.Serializer):
-    content = serializers.CharField(help_text="the user's message for this turn")
+    # Blank content answers 400: at least one character that is not whitespace.
+    content = serializers.RegexField(f"[^{SPACE_CHARS}]", help_text="the user's message for this turn")
     session_id = serializers.CharField(
         max_length=ID_FIELD_MAX_CHARS,
         required=False,
         allow_blank=True,
+        allow_null=True,
         help_text="stored on every message of the turn",
     )
 

@@ -2,14 +2,18 @@
 
 Every operation of ``/api/v1/schema/`` gets generated requests (valid and
 invalid bodies, odd strings, huge numbers), sent in-process through the WSGI
-app with an owner's token. Checked: no 5xx; status codes, content types and
-bodies conform to the schema; a schema-valid request is accepted (but for the
-refusals in ``SEMANTIC_REFUSALS``) and a schema-violating one refused.
-``derandomize`` makes the cases the same on every run, so a failure reproduces.
+app with an owner's token, against the owner's thread and one of its messages
+(their ids are fixed, so the generated requests reach them instead of a 404).
+Checked: no 5xx; status codes, content types and bodies conform to the schema;
+a schema-valid request is accepted (but for the refusals in
+``SEMANTIC_REFUSALS``) and a schema-violating one refused. ``derandomize``
+makes the cases the same on every run, so a failure reproduces;
+``FUZZ_EXAMPLES`` raises the cases per operation (``make fuzz``: 300).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -22,29 +26,37 @@ from schemathesis import checks
 from schemathesis.specs.openapi import checks as openapi_checks
 
 from config.wsgi import application
+from tests.support.factories import append
+from threadmem.models import Message
 
-CASES_PER_OPERATION = 12
+CASES_PER_OPERATION = int(os.environ.get("FUZZ_EXAMPLES", "12"))
+CHANNEL = "slack:C042/1700000000.1"  # the ``thread`` fixture's
+MESSAGE_ID = 2**40  # the ``message`` fixture's: above any id a test database hands out
 
 schema = schemathesis.openapi.from_dict(SchemaGenerator().get_schema(request=None, public=True))
 schema.app = application
 schema.location = "/api/v1/schema/"
+schema.config.update(parameters={"path.channel": CHANNEL, "path.message_id": MESSAGE_ID})
 
-# 400s that follow from rules no JSON Schema can state: each is (the field the answer names, its words).
+# 400s that follow from rules no JSON Schema can state: each is (the method, or None for any; the field the
+# answer names, or None for any; its words). The schema's descriptions say each of them.
 SEMANTIC_REFUSALS = [
-    ("query", "needs at least 3 letters or digits in a row"),  # only without channel: a cross-field rule
-    ("query", "nothing to search for"),  # what is left once quotes and spaces are stripped
-    ("cursor", "the cursor is not valid"),  # a cursor is one this service signed
-    ("offset", "is past the end of the content"),  # depends on the stored message
-    ("file", "the upload is not JSONL"),  # the file's contents
-    ("file", "the upload is empty"),
-    ("file", "send the JSONL as a multipart field named 'file'"),  # a form field with text instead of a file part
-    ("channel", "channel must not"),  # the channel grammar (services._check_channel)
-    (None, "contains a NUL character"),  # storable text, in any string field (lib/storable.py)
-    (None, "contains a lone surrogate"),
+    # Only without channel: the GET form's query parameters are independent (the POST body's anyOf says it).
+    ("GET", "query", "needs at least 3 letters or digits in a row"),
+    (None, "query", "nothing to search for"),  # curly quotes are stripped too, which the pattern does not list
+    (None, "cursor", "the cursor is not valid"),  # a cursor is one this service signed
+    (None, "offset", "is past the end of the content"),  # depends on the stored message
+    (None, "supersedes", "not in this thread"),  # depends on the stored messages
+    (None, "file", "the upload is not JSONL"),  # the file's contents
+    (None, "file", "the upload is empty"),
+    # Storable text, in any string field (lib/storable.py): a pattern on every string would bury the schema.
+    (None, None, "contains a NUL character"),
+    (None, None, "contains a lone surrogate"),
+    (None, None, "holds an integer outside 64 bits"),  # storable JSON, at any depth of a tool call's arguments
 ]
 
 
-def semantic_refusal(response) -> bool:
+def semantic_refusal(response, case) -> bool:
     if response.status_code != 400:
         return False
     try:
@@ -52,13 +64,14 @@ def semantic_refusal(response) -> bool:
     except ValueError:
         return False
     return any(
-        field in (None, body.get("field")) and words in body.get("detail", "") for field, words in SEMANTIC_REFUSALS
+        method in (None, case.method) and field in (None, body.get("field")) and words in body.get("detail", "")
+        for method, field, words in SEMANTIC_REFUSALS
     )
 
 
 def positive_data_acceptance(ctx, response, case):
     """Schemathesis' check, except for the refusals listed above: a schema-valid request is accepted."""
-    if semantic_refusal(response):
+    if semantic_refusal(response, case):
         return None
     return openapi_checks.positive_data_acceptance(ctx, response, case)
 
@@ -86,6 +99,15 @@ def auth(owner_api) -> Iterator[dict[str, str]]:
         request_finished.connect(close_old_connections)
 
 
+@pytest.fixture
+def message(thread) -> Message:
+    """A message of the owner's thread, under the id the generated requests name."""
+    assert thread.channel == CHANNEL
+    (stored,) = append(thread, {"role": "user", "content": "deploy the staging box with kubectl rollout restart"})
+    Message.objects.filter(pk=stored.pk).update(id=MESSAGE_ID)
+    return Message.objects.get(pk=MESSAGE_ID)
+
+
 @schema.exclude(path_regex="^/api/v1/(schema|docs)/").parametrize()
 @settings(
     max_examples=CASES_PER_OPERATION,
@@ -94,5 +116,6 @@ def auth(owner_api) -> Iterator[dict[str, str]]:
     suppress_health_check=list(HealthCheck),
 )
 @pytest.mark.django_db
-def test_every_operation_answers_generated_requests_as_documented(case, auth, thread):
+def test_every_operation_answers_generated_requests_as_documented(case, auth, message, fake_openai):
+    # fake_openai: an agent turn answers from a chat model (without one, 503).
     case.call_and_validate(headers=auth, checks=CHECKS)

@@ -8,9 +8,14 @@ import re
 import pytest
 from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
+from api.serializers import CHANNEL_PATTERN
+from threadmem.errors import InvalidInput
 from threadmem.models import Compaction
+from threadmem.services import _check_channel
 
 
 @pytest.mark.django_db
@@ -47,9 +52,8 @@ def test_it_serves_the_schema_of_threads_messages_and_context(owner_api):
 
 
 @pytest.mark.django_db
-def test_it_serves_swagger_ui_from_local_assets(settings):
-    client = APIClient()
-    settings.THREADMEM_PUBLIC_SCHEMA = True
+def test_it_serves_swagger_ui_from_local_assets(owner_api):
+    client = owner_api
     response = client.get("/api/v1/docs/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -64,10 +68,9 @@ def test_it_serves_swagger_ui_from_local_assets(settings):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("path", ["/api/v1/schema/", "/api/v1/docs/"])
-def test_it_keeps_the_schema_from_anonymous_callers_unless_made_public(path, settings):
+def test_it_keeps_the_schema_from_anonymous_callers(path, owner_api):
     assert APIClient().get(path).status_code == 401
-    settings.THREADMEM_PUBLIC_SCHEMA = True
-    assert APIClient().get(path).status_code == 200
+    assert owner_api.get(path).status_code == 200
 
 
 @pytest.mark.django_db
@@ -96,3 +99,40 @@ def test_the_schema_states_minimums_non_empty_strings_and_closed_bodies(owner_ap
     }
     assert owner_api.get("/api/v1/threads/", {"page_size": "null"}).status_code == 400
     assert owner_api.get("/api/v1/threads/", {"page_size": "1001"}).status_code == 400
+
+
+# Pieces a channel grammar trips on: separators, dot segments, '*', whitespace and control characters of
+# several kinds (ASCII, Latin-1, Unicode), the routes' names.
+CHANNEL_PIECES = ["a", "x:y", "/", ".", "..", "*", " ", "\t", "\n", "\x85", "\xa0", "\u2028", "\u3000", "\x7f"]
+CHANNEL_PIECES += ["messages", "turns", "export"]
+
+
+@settings(max_examples=400, derandomize=True, deadline=None)
+@given(st.lists(st.sampled_from(CHANNEL_PIECES), max_size=6).map("".join) | st.text(max_size=8))
+def test_the_schemas_channel_pattern_accepts_what_thread_creation_accepts(channel):
+    try:
+        _check_channel(channel)
+        accepted = True
+    except InvalidInput:
+        accepted = False
+    # A JSON Schema pattern's closing $ is the end of the text; Python's also matches before a final newline.
+    assert bool(re.search(CHANNEL_PATTERN.removesuffix("$") + r"\Z", channel)) == accepted, repr(channel)
+
+
+@pytest.mark.django_db
+def test_the_schema_states_what_the_domain_refuses_across_fields(owner_api):
+    schema = owner_api.get("/api/v1/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+    assert components["PatchedThreadUpdateRequest"]["minProperties"] == 1  # "nothing to change"
+    assert components["PatchedMessageIsolationRequest"]["required"] == ["isolated"]
+    assert components["ImportRequest"]["properties"]["file"]["format"] == "binary"  # a file part, not text
+    kind = components["MessageRequest"]["properties"]["kind"]
+    kinds = [components[branch["$ref"].rsplit("/", 1)[1]]["enum"] for branch in kind["oneOf"] if "$ref" in branch]
+    assert ["message", "machine_event"] in kinds and not any("summary" in k for k in kinds)  # compaction's only
+    assert components["MessageRequest"]["allOf"] and components["SearchRequest"]["anyOf"]
+    assert components["MessageRequest"]["properties"]["supersedes"]["minimum"] == 1
+    (batch,) = (branch for branch in components["MessageAppend"]["oneOf"] if branch.get("type") == "array")
+    assert batch["minItems"] == 1
+    listing = schema["paths"]["/api/v1/threads/{channel}/messages/"]
+    assert {p["name"]: p["schema"] for p in listing["get"]["parameters"]}["generation"]["minimum"] == 1
+    assert listing["post"]["requestBody"]["required"] is True

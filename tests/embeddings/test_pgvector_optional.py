@@ -1,9 +1,10 @@
 """A PostgreSQL without pgvector migrates and serves: embeddings are stored as bytes and ranked in NumPy.
 
-A fresh database migrated with THREADMEM_PGVECTOR=false stands for a stock
-server (the branch is the same: the extension is not used). Real processes:
-``manage.py migrate``, ``manage.py check`` (which warns), and a script that
-appends, embeds through the loopback fake model server and searches.
+A fresh database migrated by a process told the server has no pgvector
+(``threadmem.fields.server_offers_pgvector`` answering no) stands for a stock
+server: the column's type decides everything after. Real processes: the
+migration, ``manage.py check`` (which warns), and a script that appends, embeds
+through the loopback fake model server and searches.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ result = search_memory(user=owner, query={PARAPHRASE!r}, channel="ops")
 print("EVIDENCE-ID", evidence.id)
 print(result.text)
 """
+# Migrate as on a server without the extension: the one question the code asks before the column exists.
+MIGRATE_WITHOUT_PGVECTOR = """
+import threadmem.fields
+from django.core.management import call_command
+threadmem.fields.server_offers_pgvector = lambda cursor: False
+call_command("migrate", interactive=False, verbosity=0)
+"""
 
 
 @pytest.fixture
@@ -66,12 +74,11 @@ def test_a_database_without_pgvector_migrates_warns_and_ranks_in_numpy(stock_dat
     env = {
         **{k: v for k, v in os.environ.items() if k != "CELERY_BROKER_URL"},
         "DATABASE_URL": stock_database,
-        "THREADMEM_PGVECTOR": "false",
         "OPENAI_BASE_URL": fake_openai_server.base_url,
         "OPENAI_API_KEY": fake_openai_server.api_key,
         "THREADMEM_EMBEDDING_MODEL": fake_openai_server.embedding_model,
     }
-    migrated = manage("migrate", "--noinput", "-v0", env=env)
+    migrated = manage("shell", "-c", MIGRATE_WITHOUT_PGVECTOR, env=env)
     assert migrated.returncode == 0, migrated.stderr[-2000:]
     with psycopg.connect(stock_database.replace("postgres://", "postgresql://")) as db:
         (column,) = db.execute(

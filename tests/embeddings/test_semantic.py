@@ -22,9 +22,10 @@ from threadmem import services
 from threadmem.embeddings import retrieve, tasks
 from threadmem.embeddings import service as embedding_service
 from threadmem.models import Chunk, EmbeddingProgress
-from threadmem.search import search_memory
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
+from threadmem.search import search_memory, semantic
+from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 from threadmem.search.literal import WORDS_BY_CURSOR
+from threadmem.search.ranked import lane
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -253,10 +254,10 @@ def test_a_fork_sees_its_ancestry_up_to_the_fork_point_only(owner, visible):
     assert fork.parent_id == thread.id
 
 
-def test_below_the_threshold_nothing_is_listed(owner, visible, settings):
+def test_below_the_threshold_nothing_is_listed(owner, visible, monkeypatch):
     thread, _plain = visible
     embedded(thread)
-    settings.THREADMEM_SEMANTIC_MIN_SCORE = 0.99
+    monkeypatch.setattr(lane, "CONFIGURED_MIN_SIMILARITY", 0.99)
 
     part = semantic_part(search_memory(user=owner, query=PARAPHRASE, channel="ops").text)
 
@@ -267,17 +268,17 @@ def test_below_the_threshold_nothing_is_listed(owner, visible, settings):
 # --- the memory answer, the cap and the deadline ----------------------------------------------
 
 
-def test_the_memory_answer_comes_first_and_is_given_the_messages_to_cite(owner, visible, embeddings, settings):
+def test_the_memory_answer_comes_first_and_is_given_the_ranked_messages_to_cite(owner, visible, embeddings, settings):
     thread, plain = visible
     embedded(thread)
-    settings.THREADMEM_MEMORY_ANSWER = "llm"
+    settings.THREADMEM_MEMORY_ANSWER = True
     embeddings.push_chat(f"The replica fell 40 s behind during the backup (messageId={plain.id}).")
 
     part = semantic_part(search_memory(user=owner, query=PARAPHRASE, channel="ops").text)
 
     assert part.startswith(
         "Memory answer (condensed from the messages below; check them before relying on it):\n"
-        f"The replica fell 40 s behind during the backup (messageId={plain.id}).\n\n--- messageId="
+        f"The replica fell 40 s behind during the backup (messageId={plain.id}).\n\n{lane.HEAD}\n--- messageId="
     )
     assert listed_ids(part) == {plain.id}
     (chat,) = embeddings.chat_requests()
@@ -285,16 +286,42 @@ def test_the_memory_answer_comes_first_and_is_given_the_messages_to_cite(owner, 
     assert "Cite every passage you use as messageId=<id>" in chat["messages"][0]["content"]
 
 
-def test_a_100000_character_memory_answer_merges_to_exactly_12000(owner, visible, embeddings, settings):
-    thread, _plain = visible
+def test_a_100000_character_memory_answer_is_cut_and_the_messages_it_cites_still_shown(
+    owner, visible, embeddings, settings
+):
+    thread, plain = visible
     embedded(thread)
-    settings.THREADMEM_MEMORY_ANSWER = "llm"
+    settings.THREADMEM_MEMORY_ANSWER = True
     embeddings.push_chat("memory " * 14_286)  # 100,002 characters
 
     result = search_memory(user=owner, query=PARAPHRASE, channel="ops")
 
-    assert len(result.text) == THREAD_SEARCH_MAX_CHARS and result.truncated
-    assert result.text.endswith(f"\n{TRUNCATED_LINE}")
+    assert len(result.text) <= THREAD_SEARCH_MAX_CHARS
+    part = semantic_part(result.text)
+    assert ("memory " * 14_286)[: semantic.MEMORY_ANSWER_MAX_CHARS] + "…\n" in part
+    assert listed_ids(part) == {plain.id}
+
+
+def test_without_the_opt_in_no_chat_call_is_made(owner, visible, embeddings):
+    thread, plain = visible
+    embedded(thread)
+
+    part = semantic_part(search_memory(user=owner, query=PARAPHRASE, channel="ops").text)
+
+    assert part.startswith(f"{lane.HEAD}\n--- messageId={plain.id} ")
+    assert embeddings.chat_requests() == []
+
+
+def test_a_failing_chat_model_costs_the_answer_not_the_ranked_messages(owner, visible, embeddings, settings):
+    thread, plain = visible
+    embedded(thread)
+    settings.THREADMEM_MEMORY_ANSWER = True
+    embeddings.push_error(400, "no such model")
+
+    part = semantic_part(search_memory(user=owner, query=PARAPHRASE, channel="ops").text)
+
+    assert part.startswith("No memory answer for this query (")
+    assert listed_ids(part) == {plain.id}
 
 
 def test_with_the_embedding_server_down_search_answers_with_the_literal_part_and_a_note(owner, visible, settings):

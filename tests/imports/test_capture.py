@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from cli.management.commands.capture import _log
 from tests.support.capture import growth, hook_json, run_capture, thread_rows
 from tests.support.factories import make_thread, row_counts
 from tests.support.sessions import LONG, data_dir, raw_records
@@ -190,17 +191,18 @@ def capture_process(stdin: str, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_failing_capture_exits_0_with_one_line_and_the_details_in_the_log(tmp_path):
-    log = tmp_path / "capture.log"
+def test_a_failing_capture_exits_0_with_one_line_and_the_details_in_the_log():
+    # The checkout is writable here, so the log is the checkout's (other runs may share it: read what this one added).
+    log = ROOT / "var" / "capture.log"
+    start = log.stat().st_size if log.exists() else 0
     unreachable = capture_process(
         hook_json("Stop", transcript=data_dir() / "short.jsonl", session_id="s"),
         DATABASE_URL="postgres://postgres@127.0.0.1:9/nowhere",
-        THREADMEM_CAPTURE_LOG=str(log),
     )
     assert unreachable.returncode == 0 and unreachable.stdout == ""
     assert unreachable.stderr.count("\n") == 1 and unreachable.stderr.startswith("threadmem capture failed:")
-    assert "Traceback" in log.read_text()
-    garbage = capture_process("this is not JSON", THREADMEM_CAPTURE_LOG=str(log))
+    assert "Traceback" in log.read_bytes()[start:].decode(errors="replace")
+    garbage = capture_process("this is not JSON")
     assert garbage.returncode == 0 and garbage.stderr.count("\n") == 1 and "not the hook's JSON" in garbage.stderr
     bad_option = subprocess.run(
         [sys.executable, "manage.py", "capture", "--no-such-option"],
@@ -211,3 +213,13 @@ def test_a_failing_capture_exits_0_with_one_line_and_the_details_in_the_log(tmp_
         timeout=120,
     )
     assert bad_option.returncode == 0  # 2 would block Claude Code
+
+
+def test_where_the_checkout_is_not_writable_the_log_goes_to_the_users_cache(tmp_path, settings, monkeypatch):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    (checkout / "var").write_text("a file where the folder would be: var/capture.log cannot be created")
+    settings.BASE_DIR = checkout
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    _log("capture failed", exc=None)
+    assert "capture failed" in (tmp_path / "home" / ".cache" / "threadmem" / "capture.log").read_text()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import call_command
 
-from bench.codex_sessions import write_rollouts
+from tests.support.session_files import write_rollouts
 from tests.support.sessions import LONG, OTHER_LONG, data_dir
 from threadmem.models import Generation, Message, Thread
 from threadmem.search import search_memory
@@ -45,7 +45,8 @@ def test_search_finds_in_the_old_generation_what_claude_codes_summary_dropped(ow
 def test_search_finds_in_a_codex_rollouts_old_generation_what_its_compacted_summary_dropped(
     owner, tmp_path, session, identifier
 ):
-    """The session written as a Codex rollout (bench/codex_sessions.py): its compaction is a ``compacted`` record."""
+    """The session written as a Codex rollout (tests/support/session_files.py): its compaction is a ``compacted``
+    record."""
     (rollout,) = write_rollouts([data_dir() / f"{session}.jsonl"], tmp_path)
     call_command("import_sessions", "--owner", "owner", str(rollout))  # the format read from the first record
     thread = Thread.objects.get(channel=f"codex:codex-{session}", source_format="codex")

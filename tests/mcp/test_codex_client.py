@@ -47,7 +47,7 @@ def codex_env(tmp_path, codex, alice) -> dict[str, str]:
     home, codex_home = tmp_path / "home", tmp_path / "home" / ".codex"
     codex_home.mkdir(parents=True)
     return {
-        **child_env(THREADMEM_MCP_STRUCTURED_CONTENT="false", THREADMEM_CAPTURE_LOG=str(tmp_path / "capture.log")),
+        **child_env(THREADMEM_MCP_STRUCTURED_CONTENT="false"),
         "HOME": str(home),
         "CODEX_HOME": str(codex_home),
         "PATH": f"{codex.parent}{os.pathsep}{os.environ['PATH']}",

@@ -61,7 +61,6 @@ def test_after_claude_codes_own_compaction_the_model_is_pointed_at_what_it_dropp
         "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": "any",
         "CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(WINDOW_TOKENS),
-        "THREADMEM_CAPTURE_LOG": str(tmp_path / "capture.log"),
     }
     try:
         done = subprocess.run(

@@ -117,7 +117,8 @@ def test_bad_arguments_answer_is_error_with_the_message_rest_gives(alice, alice_
 def test_it_caps_a_search_of_a_huge_thread_at_12000_characters(alice):
     thread = make_thread(alice, "huge")
     append(thread, *({"role": "tool", "content": f"needle {i} " + "hay " * 500} for i in range(80)))
-    server = stdio_server(token_of(alice), THREADMEM_SEMANTIC_PROVIDER="tests.mcp.providers.long_other_results")
+    # A child whose "Other memory results" is far longer than the cap (tests/mcp/providers.py).
+    server = stdio_server(token_of(alice)).model_copy(update={"args": ["-m", "tests.mcp.providers"]})
 
     async def main():
         async with Client(server) as client:

@@ -56,3 +56,28 @@ def test_importing_settings_writes_no_key_file_and_refuses_without_a_key(monkeyp
     assert settings_module.secret_key(debug=False) == "from-the-file"
     monkeypatch.setenv("SECRET_KEY", "from-the-environment")
     assert settings_module.secret_key(debug=False) == "from-the-environment"
+
+
+def trusted_origins(**env: str) -> str:
+    environment = {k: v for k, v in os.environ.items() if k != "THREADMEM_PUBLIC_URL"} | env
+    done = subprocess.run(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "from django.conf import settings; print(settings.CSRF_TRUSTED_ORIGINS)",
+        ],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]  # after the shell's own line on its automatic imports
+
+
+def test_the_public_url_is_the_origin_csrf_trusts():
+    assert trusted_origins(THREADMEM_PUBLIC_URL="https://memory.example.com/") == "['https://memory.example.com']"
+    assert trusted_origins() == "[]"

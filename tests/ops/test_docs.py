@@ -1,6 +1,7 @@
 """The docs hold together: every relative link in README.md and docs/ reaches a file (and a heading), every
 ``contract §N`` citation names a section of docs/contract.md, every docs page (and quoted section) the code
-names exists, and no citation names the shared SPEC file, which is not in the repository.
+names exists, no citation names the shared SPEC file, which is not in the repository, and docs/configuration.md
+documents exactly the variables the settings read.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ CITATION = re.compile(r"contract (§\d+(?:(?:, | and )§\d+)*)")
 # A page named in a comment or docstring, and a section of it: docs/search.md, "Under load".
 PAGE_MENTION = re.compile(r"\bdocs/([\w-]+\.md)(?:,? \(?\"([^\"]+)\")?")
 OLD_CITATION = "SPEC " + "§"  # split so that this file does not cite the old form itself
+SETTINGS = ROOT / "config" / "settings.py"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
+# A variable read from the environment: by config/env.py's readers in the settings, or os.environ in the code.
+ENV_READ = re.compile(r"\benv_\w+\(\s*\"([A-Z][A-Z0-9_]*)\"|os\.environ(?:\.get\(|\[)\s*\"([A-Z][A-Z0-9_]*)\"")
+# Where the server reads its environment (the clients', the benches' and the tests' own variables are theirs).
+SERVER_DIRS = ("config", "threadmem", "api", "console", "cli", "mcp_server", "oauth")
+THREADMEM_NAME = re.compile(r"\bTHREADMEM_[A-Z0-9_]*[A-Z0-9]\b")
 
 
 def prose_lines(page: Path) -> list[str]:
@@ -132,3 +140,68 @@ def test_no_citation_of_a_file_outside_the_repository():
         if OLD_CITATION in path.read_text(encoding="utf-8", errors="replace")
     ]
     assert not stale, f"cite docs/contract.md as 'contract §N' instead: {stale}"
+
+
+def read_from_environment() -> set[str]:
+    names = set()
+    for folder in SERVER_DIRS:
+        for path in (ROOT / folder).rglob("*.py"):
+            for match in ENV_READ.finditer(path.read_text(encoding="utf-8")):
+                names.add(match.group(1) or match.group(2))
+    return names - {"DJANGO_SETTINGS_MODULE"}
+
+
+def documented() -> tuple[set[str], str]:
+    """The variables in the first column of docs/configuration.md's table, and the whole table's text."""
+    rows = [line for line in prose_lines(CONFIGURATION) if line.startswith("| `")]
+    first = {name for row in rows for name in re.findall(r"`([A-Z][A-Z0-9_]*)`", row.split("|")[1])}
+    return first, "\n".join(rows)
+
+
+def test_every_documented_variable_is_read_by_the_server():
+    variables, _ = documented()
+    assert len(variables) > 20  # the table was found
+    unread = sorted(variables - read_from_environment())
+    assert not unread, f"docs/configuration.md documents variables no code reads: {unread}"
+
+
+def test_every_variable_the_server_reads_is_documented():
+    variables, table = documented()
+    read = read_from_environment()
+    # A threadmem variable has a row of its own; Django's own may be named in a row's text (THREADMEM_HTTPS').
+    missing = sorted(
+        name for name in read if name not in variables and (name.startswith("THREADMEM_") or f"`{name}`" not in table)
+    )
+    assert not missing, f"read from the environment but not in docs/configuration.md: {missing}"
+
+
+MAX_DOCUMENTED = 35  # issue 44: the settings a user needs, each with its user story
+
+
+def test_at_most_35_variables_are_documented_each_with_who_sets_it():
+    """A row naming three variables counts three; a new setting makes room by replacing one (or is a constant)."""
+    variables, table = documented()
+    assert len(variables) <= MAX_DOCUMENTED, f"{len(variables)} variables documented: {sorted(variables)}"
+    rows = [line for line in table.splitlines() if line.startswith("| `")]
+    without_story = [
+        row.split("|")[1].strip() for row in rows if len(row.split("|")) < 5 or not row.split("|")[3].strip()
+    ]
+    assert not without_story, f"rows without a user story: {without_story}"
+
+
+def test_every_threadmem_name_in_the_docs_is_one_the_code_has():
+    """A setting removed from the code is removed from the docs too (docs/changelog.md keeps the history)."""
+    code = "\n".join(
+        path.read_text(encoding="utf-8", errors="replace")
+        for folder in (*SERVER_DIRS, "clients", "bench", "scripts", "tests")
+        for path in (ROOT / folder).rglob("*")
+        if path.is_file() and path.suffix in {".py", ".sh", ".js", ".json", ""} and not SKIPPED_PARTS & set(path.parts)
+    ) + (ROOT / "Makefile").read_text(encoding="utf-8")
+    known = set(THREADMEM_NAME.findall(code))
+    stale = sorted(
+        f"{page.relative_to(ROOT)}: {name}"
+        for page in PAGES
+        if page.name != "changelog.md"
+        for name in set(THREADMEM_NAME.findall(page.read_text(encoding="utf-8"))) - known
+    )
+    assert not stale, "\n".join(stale)

@@ -55,9 +55,9 @@ def busy_database() -> Iterator[None]:
 
 
 @pytest.mark.django_db
-def test_a_load_scaled_budget_grows_with_the_statements_the_database_runs(busy_database, settings):
-    settings.THREADMEM_SEARCH_DB_CPUS = 1
-    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 20
+def test_a_load_scaled_budget_grows_with_the_statements_the_database_runs(busy_database, tune):
+    tune(db_cpus=1)
+    tune(budget_scale_max=20)
     timeout = "SELECT current_setting('statement_timeout')"
 
     (scaled,) = within_budget(timeout, [], 10, scale_by_load=True)[0]
@@ -69,22 +69,22 @@ def test_a_load_scaled_budget_grows_with_the_statements_the_database_runs(busy_d
 
 
 @pytest.mark.django_db
-def test_work_that_fits_an_idle_budget_finishes_on_a_loaded_machine(busy_database, settings):
+def test_work_that_fits_an_idle_budget_finishes_on_a_loaded_machine(busy_database, tune):
     """Before the scaling, 200 ms of waiting ran out of a 50 ms budget whatever the load; with five statements
     on one CPU the budget is 250 ms or more."""
-    settings.THREADMEM_SEARCH_DB_CPUS = 1
-    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 20
+    tune(db_cpus=1)
+    tune(budget_scale_max=20)
     slow = "SELECT 'done' FROM pg_sleep(0.2)"
 
     assert within_budget(slow, [], 50, scale_by_load=True) == [("done",)]
     assert within_budget(slow, [], 50) is None
-    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1  # 1: the clock's milliseconds, as before
+    tune(budget_scale_max=1)  # 1: the clock's milliseconds, as before
     assert within_budget(slow, [], 50, scale_by_load=True) is None
 
 
 @pytest.mark.django_db
-def test_an_idle_database_leaves_the_budget_as_it_is(settings):
-    settings.THREADMEM_SEARCH_DB_CPUS = 10_000  # whatever runs, fewer statements than CPUs
+def test_an_idle_database_leaves_the_budget_as_it_is(tune):
+    tune(db_cpus=10_000)  # whatever runs, fewer statements than CPUs
     timeout = "SELECT current_setting('statement_timeout')"
     assert within_budget(timeout, [], 45, scale_by_load=True) == [("45ms",)]
 

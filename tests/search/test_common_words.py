@@ -12,13 +12,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
+from tests.support.search import newest_first_terms
 from tests.support.sessions import data_dir
 from threadmem.imports.service import import_paths
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.database import common_words, forget_common_words, word_lexeme
 from threadmem.search.literal import plan
-from threadmem.search.literal.plan import newest_first_terms
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 
@@ -67,7 +67,8 @@ def test_the_statistics_name_the_words_in_more_fields_than_the_index_would_cost(
     assert {"refused", "connection"} <= content.keys()
     assert "zanzibar" not in content and "host" in content  # host-N: every field
     terms = ["connection refused zanzibar", "connection", "refused", "zanzibar"]
-    assert newest_first_terms(terms, plan.dialect()) == {1, 2}
+    assert plan.dialect().has_tokens
+    assert newest_first_terms(terms) == {1, 2}
 
 
 def match_statement(user, query) -> tuple[str, object]:
@@ -78,8 +79,8 @@ def match_statement(user, query) -> tuple[str, object]:
 
 
 @pytest.mark.usefixtures("store", "token_indexes")
-def test_a_common_word_reads_newest_first_and_lists_what_a_scan_lists(operator, settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time
+def test_a_common_word_reads_newest_first_and_lists_what_a_scan_lists(operator, tune):
+    tune(index_budget_ms=60_000)  # exactness, not time
     statement, result = match_statement(operator, QUERY)
     assert result.coverage == "all"
     # The two common words test each content field with the function no index serves (as the phrase's token
@@ -87,27 +88,27 @@ def test_a_common_word_reads_newest_first_and_lists_what_a_scan_lists(operator, 
     assert statement.count("threadmem_icontains(m.content") == 3
     assert statement.count("m.content ~~~") == 1
     assert statement.count("a.value ~~~") == 3
-    settings.THREADMEM_SEARCH_PATH = "scan"
+    tune(path="scan")
     scanned = search_memory(user=operator, query=QUERY)
     assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
     assert result.literal_hits_total > SEARCH_COUNT_LIMIT  # each word past the count bound
 
 
 @pytest.mark.usefixtures("store", "token_indexes")
-def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_word(owner, operator, settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes
+def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_word(owner, operator, tune):
+    tune(index_budget_ms=60_000)
+    tune(thread_scan_bytes=0)  # the owner's scope through the indexes
     # An owner's threads are a share of every thread's: reading newest first would read the others' too.
     owner_statement, _ = match_statement(owner, QUERY)
     assert owner_statement.count("m.content ~~~") == 3  # each word; the phrase takes the token index
-    settings.THREADMEM_SEARCH_TOKENS = False
+    tune(tokens=False)
     statement, _ = match_statement(operator, QUERY)
     assert statement.count("m.content ~~~") == 4
 
 
 @pytest.mark.usefixtures("store", "token_indexes")
-def test_common_words_share_one_read_of_the_newest_messages(operator, settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+def test_common_words_share_one_read_of_the_newest_messages(operator, tune):
+    tune(index_budget_ms=60_000)
     statement, result = match_statement(operator, QUERY)
     # One read decompresses each newest message once and tests both words (match.py, nf); each word's branch
     # takes its hits from it and stops there: neither reads the older messages.
@@ -126,22 +127,22 @@ def test_common_words_share_one_read_of_the_newest_messages(operator, settings):
 
 @pytest.mark.usefixtures("store", "token_indexes")
 @pytest.mark.parametrize("rows", [1, 150, 400])
-def test_a_word_short_of_hits_in_the_shared_read_goes_on_in_older_messages(operator, settings, monkeypatch, rows):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+def test_a_word_short_of_hits_in_the_shared_read_goes_on_in_older_messages(operator, monkeypatch, rows, tune):
+    tune(index_budget_ms=60_000)
     # `host` is in every field, `refused` in two of five: a read of 1 row leaves both short of
     # SEARCH_COUNT_LIMIT + 1 hits, one of 150 rows `refused` only (60 hits), one of 400 neither.
     monkeypatch.setattr(plan, "STREAM_ROWS_MAX", rows)
     query = "host refused"
     statement, result = match_statement(operator, query)
     assert "nf AS MATERIALIZED" in statement
-    settings.THREADMEM_SEARCH_PATH = "scan"
+    tune(path="scan")
     scanned = search_memory(user=operator, query=query)
     assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
     assert result.literal_hits_total > SEARCH_COUNT_LIMIT
 
 
 @pytest.mark.usefixtures("token_indexes")
-def test_on_real_sessions_the_commonest_words_share_the_read_and_list_what_a_scan_lists(operator, settings):
+def test_on_real_sessions_the_commonest_words_share_the_read_and_list_what_a_scan_lists(operator, tune):
     """The shared Claude Code sessions, imported: their commonest words, together, against a scan."""
     for path in sorted(data_dir().glob("*.jsonl")):
         import_paths(paths=[path], fmt="claude-code", owner=operator)
@@ -151,11 +152,11 @@ def test_on_real_sessions_the_commonest_words_share_the_read_and_list_what_a_sca
     words = sorted(common_words(), key=common_words().get, reverse=True)[:3]
     assert len(words) >= 2
     query = " ".join(words)
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    tune(index_budget_ms=60_000)
     with CaptureQueriesContext(connection) as queries:
         result = search_memory(user=operator, query=query)
     assert sum("nf AS MATERIALIZED" in q["sql"] for q in queries.captured_queries) == 1
-    settings.THREADMEM_SEARCH_PATH = "scan"
+    tune(path="scan")
     scanned = search_memory(user=operator, query=query)
     assert (result.hits, result.literal_hits_total) == (scanned.hits, scanned.literal_hits_total)
     assert result.literal_hits_total > 0

@@ -51,14 +51,12 @@ def pages(user, query: str, channel: str | None) -> list:
 
 
 @pytest.mark.parametrize("scope", ["thread", "global", "global-window"])
-def test_paging_lists_every_hit_once_in_order_with_the_true_count_on_every_page(
-    owner, busy, scope, settings, monkeypatch
-):
+def test_paging_lists_every_hit_once_in_order_with_the_true_count_on_every_page(owner, busy, scope, monkeypatch, tune):
     if scope == "global-window":
         # An owner's newest messages first (filters.window_sql): a window of 7 messages, the rest from the indexes.
         if connection.vendor != "postgresql":
             pytest.skip("the owner's window is the PostgreSQL plan's")
-        settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
+        tune(thread_scan_bytes=0)
         monkeypatch.setattr(owner_window, "OWNER_WINDOW_MESSAGES", 7)
     channel = busy.channel if scope == "thread" else None
     answers = pages(owner, "beacon", channel)

@@ -14,11 +14,11 @@ from django.db import connection
 from django.db.models import Q
 
 from tests.support.factories import append, make_thread, open_generation
+from tests.support.semantic import lane_replaced
 from threadmem import services
 from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.literal.filters import searchable_sql
-from threadmem.search.semantic import provider_installed
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")
@@ -111,7 +111,7 @@ def test_the_raw_sql_searchable_filter_selects_what_the_queryset_selects(world):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("channel", ["mine", None])
 def test_the_literal_and_semantic_paths_apply_the_same_filters(owner, world, channel):
-    with provider_installed(listing_provider):
+    with lane_replaced(listing_provider):
         result = search_memory(user=owner, query=TERM, channel=channel)
     literal = {hit.message_id for hit in result.hits}
     semantic = semantic_ids(result.text)
@@ -125,7 +125,7 @@ def test_the_literal_and_semantic_paths_apply_the_same_filters(owner, world, cha
 
 @pytest.mark.django_db(transaction=True)
 def test_operators_global_scope_takes_every_thread_but_isolated_ones(operator, world):
-    with provider_installed(listing_provider):
+    with lane_replaced(listing_provider):
         result = search_memory(user=operator, query=TERM)
     literal = {hit.message_id for hit in result.hits}
     assert literal == world["searchable"] | {world["theirs"]}
@@ -135,7 +135,7 @@ def test_operators_global_scope_takes_every_thread_but_isolated_ones(operator, w
 
 @pytest.mark.django_db(transaction=True)
 def test_an_isolated_threads_own_channel_still_searches_it_on_both_paths(owner, world):
-    with provider_installed(listing_provider):
+    with lane_replaced(listing_provider):
         result = search_memory(user=owner, query=TERM, channel="mine-isolated")
     assert {hit.message_id for hit in result.hits} == {world["in_isolated"]}
     assert semantic_ids(result.text) == {world["in_isolated"]}
@@ -152,7 +152,7 @@ def test_the_semantic_part_runs_concurrently_in_its_own_thread(owner, world):
         seen["terms"] = terms
         return "found by meaning"
 
-    with provider_installed(provider):
+    with lane_replaced(provider):
         result = search_memory(user=owner, query=f"{TERM} anything", channel="mine")
     assert seen["thread"] != threading.get_ident()
     assert seen["terms"] == [f"{TERM} anything", TERM, "anything"]
@@ -164,7 +164,7 @@ def test_a_failing_semantic_part_costs_one_line_not_the_literal_hits(owner, worl
     def provider(*, scope, query, terms):
         raise RuntimeError("embedding server down")
 
-    with provider_installed(provider):
+    with lane_replaced(provider):
         result = search_memory(user=owner, query=TERM, channel="mine")
     assert {hit.message_id for hit in result.hits} == world["searchable"]
     assert result.text.endswith("\nSemantic search failed for this query; the literal hits above are complete.")

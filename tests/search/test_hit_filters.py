@@ -21,8 +21,8 @@ PATH = "/srv/app/lib/ledger-9k.ex"
 
 
 @pytest.fixture(autouse=True)
-def patient_global_index(settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # a loaded test machine must not fall back to the newest
+def patient_global_index(tune):
+    tune(index_budget_ms=60_000)  # a loaded test machine must not fall back to the newest
 
 
 def call(call_id: str, name: str, **arguments) -> dict:

@@ -165,10 +165,8 @@ def search_text(owner, query: str, channel: str | None) -> tuple[str, int]:
 @pytest.mark.django_db
 @pytest.mark.parametrize("scope", ["thread", "global"])
 @pytest.mark.parametrize("query", ["tally-ho", "tally-ho é日", "small-only", "small-only tally-ho"])
-def test_windows_cut_with_the_match_are_those_of_the_windows_statement(
-    owner, thread, scope, query, monkeypatch, settings
-):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+def test_windows_cut_with_the_match_are_those_of_the_windows_statement(owner, thread, scope, query, monkeypatch, tune):
+    tune(index_budget_ms=60_000)
     seed_window_sizes(thread)
     channel = thread.channel if scope == "thread" else None
     with_match, statements = search_text(owner, query, channel)

@@ -316,13 +316,11 @@ postgres_only = pytest.mark.skipif(
 
 @pytest.mark.django_db
 @postgres_only
-def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_messages(
-    owner, thread, broad_store, settings
-):
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
-    settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000  # no accident on a busy machine
-    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1  # the clock's 1 ms, however busy the machine
+def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_messages(owner, thread, broad_store, tune):
+    tune(thread_scan_bytes=0)  # the owner's store is not read whole: the index path
+    tune(index_budget_ms=1)
+    tune(recent_budget_ms=60_000)  # no accident on a busy machine
+    tune(budget_scale_max=1)  # the clock's 1 ms, however busy the machine
     result = search_memory(user=owner, query="zircon-5")
     assert (result.stopped_early, result.coverage) == (True, "recent")
     assert [hit.message_id for hit in result.hits] == [broad_store.id]
@@ -338,11 +336,11 @@ def test_a_global_search_the_index_cannot_narrow_in_time_searches_the_newest_mes
 
 @pytest.mark.django_db(transaction=True)
 @postgres_only
-def test_a_global_search_that_runs_out_of_time_says_so_instead_of_running_on(owner, broad_store, settings):
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
-    settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 1
-    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1
+def test_a_global_search_that_runs_out_of_time_says_so_instead_of_running_on(owner, broad_store, tune):
+    tune(thread_scan_bytes=0)  # the owner's store is not read whole: the index path
+    tune(index_budget_ms=1)
+    tune(recent_budget_ms=1)
+    tune(budget_scale_max=1)
     # Another session holds the messages table: both attempts wait until their budgets run out.
     with other_session() as other:
         other.execute("LOCK TABLE threadmem_message IN ACCESS EXCLUSIVE MODE")

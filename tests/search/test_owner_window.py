@@ -9,13 +9,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
+from tests.support.search import choose_plan
 from threadmem import services
 from threadmem.models import Message
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.literal import filters as owner_window
 from threadmem.search.literal import plan
-from threadmem.search.literal.plan import MatchPlan, choose_plan
+from threadmem.search.literal.plan import MatchPlan
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is the PostgreSQL plan's"),
@@ -65,20 +66,18 @@ def listing(user, query):
 
 @pytest.mark.parametrize("tokens", [False, True], ids=["trigrams", "tokens"])
 @pytest.mark.parametrize("window_messages", [1, 12, 40, 1_000])
-def test_an_owners_search_lists_what_a_scan_lists(
-    request, settings, monkeypatch, seeded, owner, window_messages, tokens
-):
+def test_an_owners_search_lists_what_a_scan_lists(request, monkeypatch, seeded, owner, window_messages, tokens, tune):
     request.getfixturevalue("token_indexes" if tokens else "without_token_indexes")
     monkeypatch.setattr(owner_window, "OWNER_WINDOW_MESSAGES", window_messages)
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # never small enough to scan whole
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index statement must answer
+    tune(thread_scan_bytes=0)  # never small enough to scan whole
+    tune(index_budget_ms=60_000)  # exactness, not time: the index statement must answer
     assert choose_plan(resolve_scope(user=owner, channel=None), plan.dialect()) == MatchPlan.WINDOW_THEN_RECENT
     with CaptureQueriesContext(connection) as queries:
         windowed = {query: listing(owner, query) for query in QUERIES}
     # With the token index, a term it narrows goes to its exact posting list and skips the window: the host alone.
     windowed_queries = len(QUERIES) - 1 if tokens else len(QUERIES)
     assert sum("ow AS MATERIALIZED" in q["sql"] for q in queries.captured_queries) == windowed_queries
-    settings.THREADMEM_SEARCH_PATH = "scan"
+    tune(path="scan")
     for query in QUERIES:
         assert windowed[query] == listing(owner, query), query
     assert windowed["kalomi"][1] == 100  # the count stops at its limit ("more than 100")

@@ -18,8 +18,8 @@ POSIX_PATH = "/home/dev/app/scripts/report.py"
 
 
 @pytest.fixture(autouse=True)
-def patient_global_index(settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # a loaded test machine must not fall back to the newest
+def patient_global_index(tune):
+    tune(index_budget_ms=60_000)  # a loaded test machine must not fall back to the newest
 
 
 @pytest.fixture

@@ -42,7 +42,7 @@ def test_a_thread_search_logs_each_terms_branch_its_coverage_and_time(owner, sto
     call = ToolCall.objects.get()
     plan = call.plan
     assert result.literal_hits_total == call.hits_total > 0
-    # A two-message thread is scanned on either database (plan.py _choose).
+    # A two-message thread is scanned on either database (plan.py choose).
     assert plan["plan"] == "scan"
     assert plan["matched_by"] == result.matched_by.value == "scan"
     assert plan["coverage"] == "all"

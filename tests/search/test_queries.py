@@ -53,8 +53,8 @@ def fill(thread, hits: int, *, small: bool = False) -> None:
     services.messages_append(thread=thread, messages=services.messages_parse(batch), run_hooks=False)
 
 
-# (match path, THREADMEM_SEARCH_THREAD_SCAN_BYTES, THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES,
-#  THREADMEM_SEARCH_PG_EXTENSION, queries)
+# (match path, SearchTuning's thread_scan_bytes, spelling_sample_bytes,
+#  pg_extension, queries)
 THREAD_PATHS = [
     ("scan", 10**12, 0, False, 4),
     ("index", 0, 0, False, 4),
@@ -72,15 +72,15 @@ THREAD_PATHS = [
     ("path", "scan_bytes", "sample_bytes", "extension", "queries"), THREAD_PATHS, ids=[p[0] for p in THREAD_PATHS]
 )
 def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
-    owner, thread, hits, path, scan_bytes, sample_bytes, extension, queries, django_assert_num_queries, settings
+    owner, thread, hits, path, scan_bytes, sample_bytes, extension, queries, django_assert_num_queries, tune
 ):
     # On PostgreSQL the thread's size picks the way to match: a scan of the
     # thread's rows, or the trigram indexes (with the newest content's
     # spelling tried first when it has the term, without the extension).
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = scan_bytes
-    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = sample_bytes
-    settings.THREADMEM_SEARCH_PG_EXTENSION = extension
-    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # an index budget of minutes: it cannot run out
+    tune(thread_scan_bytes=scan_bytes)
+    tune(spelling_sample_bytes=sample_bytes)
+    tune(pg_extension=extension)
+    tune(scan_bytes_per_ms=1)  # an index budget of minutes: it cannot run out
     if extension and connection.vendor == "postgresql":
         skip_without_search_extension()
     fill(thread, hits)
@@ -94,10 +94,10 @@ def test_a_thread_search_makes_a_fixed_number_of_queries_whatever_the_hits(
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
-def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(owner, thread, settings):
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 50_000
-    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # with threadmem_search: an index budget that cannot run out
-    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 0
+def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(owner, thread, tune):
+    tune(thread_scan_bytes=50_000)
+    tune(scan_bytes_per_ms=1)  # with threadmem_search: an index budget that cannot run out
+    tune(spelling_sample_bytes=0)
     (root,) = append(thread, {"role": "user", "content": "tally " + "z" * 30_000})
     fork = make_thread(owner, "fork", fork_from=root)
     append(fork, {"role": "user", "content": "tally " + "z" * 30_000})
@@ -110,10 +110,10 @@ def test_a_thread_search_scans_a_small_thread_and_asks_the_index_in_a_large_one(
 
 @pytest.mark.django_db
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has one match statement")
-def test_the_index_path_tries_the_spelling_of_the_threads_newest_content(owner, thread, settings):
-    settings.THREADMEM_SEARCH_PG_EXTENSION = False
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
-    settings.THREADMEM_SEARCH_SPELLING_SAMPLE_BYTES = 4_000
+def test_the_index_path_tries_the_spelling_of_the_threads_newest_content(owner, thread, tune):
+    tune(pg_extension=False)
+    tune(thread_scan_bytes=0)
+    tune(spelling_sample_bytes=4_000)
     append(thread, *({"role": "tool", "content": f"old {i}: Tally-Ho"} for i in range(3)))
     append(thread, {"role": "tool", "content": "w" * 5_000})
     # The newest 4,000 bytes are the filler: nothing to learn from.
@@ -127,9 +127,9 @@ def test_the_index_path_tries_the_spelling_of_the_threads_newest_content(owner, 
 @pytest.mark.django_db
 @pytest.mark.parametrize("hits", [1, 40, 200])
 def test_a_global_search_makes_a_fixed_number_of_queries_whatever_the_hits(
-    owner, thread, hits, django_assert_num_queries, settings
+    owner, thread, hits, django_assert_num_queries, tune
 ):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    tune(index_budget_ms=60_000)
     fill(thread, hits)
     with django_assert_num_queries(4):
         result = search_memory(user=owner, query="tally many words here")
@@ -139,9 +139,9 @@ def test_a_global_search_makes_a_fixed_number_of_queries_whatever_the_hits(
 @pytest.mark.django_db
 @pytest.mark.parametrize("hits", [1, 40, 200])
 def test_an_operators_global_search_makes_no_scope_query(
-    owner, operator, admin, thread, hits, django_assert_num_queries, settings
+    owner, operator, admin, thread, hits, django_assert_num_queries, tune
 ):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    tune(index_budget_ms=60_000)
     fill(thread, hits)
     hidden = make_thread(owner, "hidden")
     (isolated,) = append(hidden, {"role": "user", "content": "tally in an isolated thread"})
@@ -155,9 +155,9 @@ def test_an_operators_global_search_makes_no_scope_query(
 @pytest.mark.django_db
 @pytest.mark.parametrize("hits", [1, 40, 200])
 @pytest.mark.parametrize("scope", ["thread", "global"])
-def test_small_fields_get_their_windows_with_the_match(owner, thread, hits, scope, django_assert_num_queries, settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
-    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1  # with threadmem_search: an index budget that cannot run out
+def test_small_fields_get_their_windows_with_the_match(owner, thread, hits, scope, django_assert_num_queries, tune):
+    tune(index_budget_ms=60_000)
+    tune(scan_bytes_per_ms=1)  # with threadmem_search: an index budget that cannot run out
     fill(thread, hits, small=True)
     channel = thread.channel if scope == "thread" else None
     # scope, which fields match with their windows, log row.
@@ -195,12 +195,12 @@ def test_a_search_without_hits_skips_the_windows(owner, thread, django_assert_nu
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
 @pytest.mark.parametrize("hits", [40, 200])
 def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
-    owner, thread, hits, django_assert_num_queries, settings
+    owner, thread, hits, django_assert_num_queries, tune
 ):
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 1
-    settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
-    settings.THREADMEM_SEARCH_BUDGET_SCALE_MAX = 1  # the clock's 1 ms, however busy the machine
+    tune(thread_scan_bytes=0)  # the owner's store is not read whole: the index path
+    tune(index_budget_ms=1)
+    tune(recent_budget_ms=60_000)
+    tune(budget_scale_max=1)  # the clock's 1 ms, however busy the machine
     fill(thread, hits)
     # scope, the timed-out attempt, rollback and release of its savepoint, the newest-messages
     # attempt, windows, log row.
@@ -214,13 +214,13 @@ def test_a_global_search_past_its_budget_makes_a_fixed_number_of_queries(
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
 @pytest.mark.parametrize("hits", [40, 200])
 def test_a_large_thread_past_its_index_budget_is_scanned_in_a_fixed_number_of_queries(
-    owner, thread, hits, django_assert_num_queries, settings
+    owner, thread, hits, django_assert_num_queries, tune
 ):
     # With threadmem_search the index path of a large thread has the time a
     # scan would take (here: 1 ms, less than planning four terms takes).
     skip_without_search_extension()
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0
-    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 10**12
+    tune(thread_scan_bytes=0)
+    tune(scan_bytes_per_ms=10**12)
     fill(thread, hits)
     # scope, the timed-out attempt, rollback and release of its savepoint, the scan, windows, log row.
     with django_assert_num_queries(6):
@@ -268,13 +268,13 @@ def session_settings() -> tuple:
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is PostgreSQL's statement_timeout")
 @pytest.mark.parametrize("budget_ms", [60_000, 1])
 def test_outside_a_transaction_a_global_search_leaves_the_session_settings_alone(
-    owner, thread, budget_ms, django_assert_num_queries, settings
+    owner, thread, budget_ms, django_assert_num_queries, tune
 ):
     # Autocommit, as in production: the budget's settings and the log row's
     # asynchronous commit go with their statements and end with them.
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's store is not read whole: the index path
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = budget_ms
-    settings.THREADMEM_SEARCH_RECENT_BUDGET_MS = 60_000
+    tune(thread_scan_bytes=0)  # the owner's store is not read whole: the index path
+    tune(index_budget_ms=budget_ms)
+    tune(recent_budget_ms=60_000)
     fill(thread, 40)
     before = session_settings()
     with django_assert_num_queries(4 if budget_ms > 1 else 5):
@@ -294,9 +294,9 @@ def test_outside_a_transaction_a_global_search_leaves_the_session_settings_alone
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("scope", ["thread", "global"])
-def test_a_described_questions_first_page_cuts_no_window_it_cannot_list(owner, thread, scope, settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
-    settings.THREADMEM_SEARCH_SCAN_BYTES_PER_MS = 1
+def test_a_described_questions_first_page_cuts_no_window_it_cannot_list(owner, thread, scope, tune):
+    tune(index_budget_ms=60_000)
+    tune(scan_bytes_per_ms=1)
     fill(thread, 40, small=True)
     resolved = resolve_scope(user=owner, channel=thread.channel if scope == "thread" else None)
     # The whole query matches nothing, one of its words does: a described question, whose first page lists no hit.

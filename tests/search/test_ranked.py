@@ -77,12 +77,17 @@ def test_keyword_order_follows_bm25_on_a_fixed_corpus(owner, talk):
     assert ranked[0][1] > ranked[1][1] > 0
 
 
+def meaning_ranking(*, scope, query: str, model: str, k: int) -> list:
+    """The meaning ranking's messages with their best piece's details and similarity, best first."""
+    return [r.match for r in lane.with_details(lane.meaning_hits(scope=scope, query=query, model=model, k=k))]
+
+
 def test_meaning_ranks_by_the_static_model_above_its_threshold(owner, talk):
     thread, messages = talk
     scope = resolve_scope(user=owner, channel=thread.channel)
 
     query = "a picture of the sun coming up at the lake"
-    matches = lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)
+    matches = meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)
 
     assert [m.message_id for m in matches] == [messages["paint"].id]  # the others are below STATIC_MIN_SIMILARITY
     assert matches[0].score >= lane.STATIC_MIN_SIMILARITY
@@ -92,7 +97,7 @@ def test_held_vectors_follow_appends_and_flags(owner, admin, talk):
     thread, messages = talk
     scope = resolve_scope(user=owner, channel=thread.channel)
     query = "a picture of the sun coming up at the lake"
-    assert [m.message_id for m in lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)] == [
+    assert [m.message_id for m in meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)] == [
         messages["paint"].id
     ]  # the thread's vectors are now held (ranked/vectors.py)
 
@@ -100,7 +105,7 @@ def test_held_vectors_follow_appends_and_flags(owner, admin, talk):
     embedded(thread)
     services.message_set_isolated(message=messages["paint"], isolated=True, actor=admin)
 
-    ids = [m.message_id for m in lane.meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)]
+    ids = [m.message_id for m in meaning_ranking(scope=scope, query=query, model=static.STATIC_MODEL, k=5)]
     assert dawn.id in ids and messages["paint"].id not in ids
 
 

@@ -1,4 +1,4 @@
-"""A global search's ranked lane answers within THREADMEM_RANKED_GLOBAL_BUDGET_MS or says so in one line.
+"""A global search's ranked lane answers within ``semantic.RANKED_GLOBAL_BUDGET_MS`` or says so in one line.
 
 The lane is made slow for certain, not by chance: another connection holds an
 exclusive lock on the pieces' table, so the lane's keyword statement waits on
@@ -17,7 +17,7 @@ from django.db import connection
 
 from tests.support.factories import append, make_thread
 from tests.support.search import literal_part_of
-from tests.support.semantic import listed_ids, semantic_part
+from tests.support.semantic import lane_off, listed_ids, semantic_part
 from threadmem.embeddings import service as embedding_service
 from threadmem.embeddings import static, tasks
 from threadmem.search import search_memory, semantic
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 GROUP = "Caroline: I went to the LGBTQ support group yesterday and it was so powerful."
 PAINT = "Melanie: I painted a sunrise over the lake last weekend."
 OUT_OF_TIME = (
-    "Semantic search did not answer within 200 ms (THREADMEM_RANKED_GLOBAL_BUDGET_MS); "
+    "Semantic search did not answer within 200 ms (the global ranked lane's budget); "
     "the literal hits above are complete."
 )
 # How long the test waits for the cancelled statement to leave the lock's queue (it leaves at once).
@@ -64,10 +64,10 @@ def _waiting_on_pieces(holder) -> int:
 
 
 def test_a_global_lane_past_its_budget_costs_one_line_and_its_statement_is_cancelled(
-    owner, talk, pieces_locked, settings
+    owner, talk, pieces_locked, monkeypatch
 ):
-    settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 200
-    with semantic.provider_installed(semantic.not_configured):
+    monkeypatch.setattr(semantic, "RANKED_GLOBAL_BUDGET_MS", 200)
+    with lane_off():
         without_lane = search_memory(user=owner, query="support group", channel=None)
 
     result = search_memory(user=owner, query="support group", channel=None)
@@ -82,9 +82,9 @@ def test_a_global_lane_past_its_budget_costs_one_line_and_its_statement_is_cance
     assert _waiting_on_pieces(pieces_locked) == 0
 
 
-def test_a_worker_whose_statement_was_cancelled_serves_the_next_search(owner, talk, pieces_locked, settings):
+def test_a_worker_whose_statement_was_cancelled_serves_the_next_search(owner, talk, pieces_locked, monkeypatch):
     _, messages = talk
-    settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 200
+    monkeypatch.setattr(semantic, "RANKED_GLOBAL_BUDGET_MS", 200)
     for _ in range(semantic.SEMANTIC_WORKERS):  # every worker gets a cancelled statement
         search_memory(user=owner, query="support group", channel=None)
     pieces_locked.rollback()
@@ -94,20 +94,18 @@ def test_a_worker_whose_statement_was_cancelled_serves_the_next_search(owner, ta
     assert messages[0].id in listed_ids(semantic_part(result.text))
 
 
-def test_a_thread_search_is_not_bound_by_the_global_budget(owner, talk, settings):
+def test_a_thread_search_is_not_bound_by_the_global_budget(owner, talk, monkeypatch):
     thread, messages = talk
-    settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 1
+    monkeypatch.setattr(semantic, "RANKED_GLOBAL_BUDGET_MS", 1)
 
     result = search_memory(user=owner, query="When did Caroline go to the support group?", channel=thread.channel)
 
     assert messages[0].id in listed_ids(semantic_part(result.text))
 
 
-def test_the_first_global_search_of_a_process_loads_the_static_model_before_the_budget_starts(
-    owner, talk, settings, monkeypatch
-):
+def test_the_first_global_search_of_a_process_loads_the_static_model_before_the_budget_starts(owner, talk, monkeypatch):
     _, messages = talk
-    settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 200
+    monkeypatch.setattr(semantic, "RANKED_GLOBAL_BUDGET_MS", 200)
     monkeypatch.setattr(static, "_model", None)  # as a fresh process has it: the model not loaded yet
     loaded_on: list[str] = []
     load = static.model
@@ -126,9 +124,10 @@ def test_the_first_global_search_of_a_process_loads_the_static_model_before_the_
     assert messages[0].id in listed_ids(semantic_part(result.text))
 
 
-def test_a_configured_models_global_lane_keeps_the_semantic_deadline(owner, fake_openai, settings):
+def test_a_configured_models_global_lane_keeps_the_semantic_deadline(owner, fake_openai, settings, monkeypatch):
     settings.THREADMEM_EMBEDDING_MODEL = fake_openai.embedding_model
-    settings.THREADMEM_RANKED_GLOBAL_BUDGET_MS = 1  # what no lane calling a model server over HTTP could meet
+    # What no lane calling a model server over HTTP could meet.
+    monkeypatch.setattr(semantic, "RANKED_GLOBAL_BUDGET_MS", 1)
     thread = make_thread(owner, "talk")
     (group,) = append(thread, {"role": "user", "content": GROUP})
     tasks.wait_for_background()

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from tests.support.search import literal_part_of
+from tests.support.semantic import lane_replaced
 from threadmem import services
 from threadmem.search import search_memory
 from threadmem.search.bounded import (
@@ -16,7 +17,6 @@ from threadmem.search.bounded import (
     THREAD_SEARCH_MAX_CHARS,
     WINDOW_CHARS,
 )
-from threadmem.search.semantic import provider_installed
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")
@@ -70,7 +70,7 @@ def test_it_answers_a_bounded_text_with_the_true_count_from_120_large_tool_resul
 
 @pytest.mark.django_db(transaction=True)
 def test_it_keeps_the_whole_result_at_12000_characters_with_a_huge_semantic_part(owner, stress_thread):
-    with provider_installed(lambda *, scope, query, terms: ("semantic " * 20_000)[:100_000]):
+    with lane_replaced(lambda *, scope, query, terms: ("semantic " * 20_000)[:100_000]):
         result = search_memory(user=owner, query="keyword", channel=stress_thread.channel)
     assert len(result.text) == THREAD_SEARCH_MAX_CHARS
     assert result.text.endswith("\n[search results truncated]")

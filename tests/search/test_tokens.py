@@ -172,14 +172,14 @@ INDEXES = ["tokens", "trigrams"] if connection.vendor == "postgresql" else ["tri
 @pytest.mark.django_db
 @pytest.mark.parametrize("index", INDEXES)
 @pytest.mark.parametrize("persona", ["operator", "owner", "other", "admin"])
-def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, settings, seeded, persona, index):
+def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, seeded, persona, index, tune):
     request.getfixturevalue("token_indexes" if index == "tokens" else "without_token_indexes")
     assert plan.dialect().has_tokens is (index == "tokens")
     user = request.getfixturevalue(persona)
-    settings.THREADMEM_SEARCH_THREAD_SCAN_BYTES = 0  # the owner's scope through the indexes too
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # exactness, not time: the index path must answer
+    tune(thread_scan_bytes=0)  # the owner's scope through the indexes too
+    tune(index_budget_ms=60_000)  # exactness, not time: the index path must answer
     indexed = {query: listing(user, query) for query in QUERIES}
-    settings.THREADMEM_SEARCH_PATH = "scan"
+    tune(path="scan")
     for query in QUERIES:
         hits, total = listing(user, query)
         assert indexed[query] == (hits, total), query
@@ -189,8 +189,8 @@ def test_a_global_search_lists_what_a_scan_of_every_message_lists(request, setti
 
 @on_postgresql
 @pytest.mark.usefixtures("token_indexes")
-def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(operator, settings):
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(operator, tune):
+    tune(index_budget_ms=60_000)
     append(make_thread(operator, channel="plan"), {"role": "tool", "content": "prebak-170.internal kalomi"})
     # tokens ('170|internal':*), trigrams, tokens ('srv|x' & ...), and /srv/x.log's \srv\x.log (terms.py)
     query = "prebak-170.internal kalomi /srv/x.log"
@@ -203,7 +203,7 @@ def test_each_term_of_a_global_search_takes_the_token_index_when_its_runs_allow(
     # One content and one argument branch per eligible term, each asking the token index.
     assert match.count("threadmem_tokens(m.content) @@") == eligible
     assert match.count("threadmem_tokens(a.value) @@") == eligible
-    settings.THREADMEM_SEARCH_TOKENS = False
+    tune(tokens=False)
     with CaptureQueriesContext(connection) as queries:
         assert search_memory(user=operator, query=query).hits == result.hits
     assert not any("threadmem_tokens" in q["sql"] for q in queries.captured_queries)
@@ -240,7 +240,7 @@ def test_the_token_index_is_on_by_default_and_the_command_drops_reports_and_crea
 
 @on_postgresql
 @pytest.mark.usefixtures("token_indexes")
-def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, settings):
+def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, tune):
     """Paths, hosts and ids from a shared Claude Code session: the token path against a scan of every message."""
     path = data_dir() / f"{LONG}.jsonl"
     import_paths(paths=[path], fmt="claude-code", owner=operator)
@@ -254,9 +254,9 @@ def test_on_a_real_session_the_token_index_lists_what_a_scan_lists(operator, set
     phrases = sorted(set(re.findall(r"\b[A-Za-z]{6,} [A-Za-z]{4,}\b", text)))
     terms += random.Random(12).sample(phrases, 20)
     assert all(re.fullmatch(r"'[a-z]{6} [a-z]{4}'", token_query(term)) for term in terms[-20:])
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000
+    tune(index_budget_ms=60_000)
     indexed = {term: listing(operator, term) for term in terms}
-    settings.THREADMEM_SEARCH_PATH = "scan"
+    tune(path="scan")
     assert {term: listing(operator, term) for term in terms} == indexed
     assert sum(1 for hits, total in indexed.values() if total) >= len(terms) // 2
 

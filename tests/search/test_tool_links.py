@@ -166,11 +166,11 @@ def test_the_audit_read_names_each_calls_tool_and_results_and_a_results_call(own
 
 
 @pytest.mark.parametrize("scope", ["thread", "global"])
-def test_naming_tools_costs_the_same_statements_whatever_the_hit_count(owner, thread, scope, settings):
+def test_naming_tools_costs_the_same_statements_whatever_the_hit_count(owner, thread, scope, tune):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    settings.THREADMEM_SEARCH_INDEX_BUDGET_MS = 60_000  # a busy machine must not change the path
+    tune(index_budget_ms=60_000)  # a busy machine must not change the path
     channel = thread.channel if scope == "thread" else None
 
     def statements() -> int:

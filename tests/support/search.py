@@ -1,4 +1,4 @@
-"""Search test helpers: the extension's presence, the literal part of a search_memory answer."""
+"""Search test helpers: the extension's presence, the literal part of a search_memory answer, the plan's parts."""
 
 from __future__ import annotations
 
@@ -11,6 +11,20 @@ def skip_without_search_extension() -> None:
 
     if not has_search_extension():
         pytest.skip("threadmem_search is not in this PostgreSQL (make pg-extension, then migrate)")
+
+
+def choose_plan(scope, dialect):
+    """The statements' shape ``plan_search`` would choose for ``scope`` on ``dialect``, with the tuning in force."""
+    from threadmem.search.literal import plan
+
+    return plan.choose(scope, dialect, plan.TUNING)[0]
+
+
+def newest_first_terms(terms: list[str]) -> frozenset[int]:
+    """The terms a global search's content branch reads newest first: words the token statistics call common."""
+    from threadmem.search.database import term_tokens
+
+    return frozenset(index for index, told in enumerate(term_tokens(terms, shares=True)) if told.share is not None)
 
 
 def literal_part_of(text: str) -> str:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from unittest import mock
+
 from threadmem.embeddings import service as embedding_service
 from threadmem.embeddings import tasks
-from threadmem.search import search_memory
+from threadmem.search import search_memory, semantic
 from threadmem.search.bounded import SEMANTIC_HEADING
 
 EVIDENCE = "The postgres replica fell behind the primary by 40 seconds during the nightly backup."
@@ -30,3 +34,18 @@ def ranked_ids(user, query: str, channel: str | None = None) -> list[int]:
     """The messageIds of an answer's "Other memory results", in order."""
     part = semantic_part(search_memory(user=user, query=query, channel=channel).text)
     return [int(line.split()[1].removeprefix("messageId=")) for line in part.splitlines() if line.startswith("--- ")]
+
+
+@contextmanager
+def lane_replaced(lane: Callable[..., str]) -> Iterator[None]:
+    """ "Other memory results" written by ``lane(scope=, query=, terms=)`` in place of the ranked lane."""
+    in_force = mock.patch.object(semantic, "ranked_in_force", lambda: True)
+    with mock.patch.object(semantic, "ranked_results", lane), in_force:
+        yield
+
+
+@contextmanager
+def lane_off() -> Iterator[None]:
+    """Search as with no embedding model in force: no ranked lane, its one line instead."""
+    with mock.patch.object(semantic, "ranked_in_force", lambda: False):
+        yield

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.sessions import DATA, LONG_SESSIONS, repeated, templates
+from tests.support.session_files import DATA, LONG_SESSIONS, repeated, templates
 
 LONG, OTHER_LONG = LONG_SESSIONS
 

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CELERY = ROOT / ".venv" / "bin" / "celery"
 READY_SECONDS = 60
 WAIT_SECONDS = 60
-# The settings naming each routed kind's queue (config/settings.py, CELERY_TASK_ROUTES).
+# The settings naming each routed kind's queue (config/settings.py, CELERY_TASK_ROUTES; the child's: child_settings.py).
 QUEUE_SETTINGS = ("THREADMEM_COMPACTION_QUEUE", "THREADMEM_EMBEDDINGS_QUEUE", "THREADMEM_IMPORTS_QUEUE")
 
 
@@ -63,9 +63,12 @@ class Workers:
         env = {
             **os.environ,
             "DATABASE_URL": database_url(),
+            # The recovery's timings a test shortens (extra_env) are read by the child's settings.
+            "DJANGO_SETTINGS_MODULE": "tests.support.child_settings",
             "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+            # The queues, constants in the product, are the child settings' to rename: tasks the worker sends (a
+            # retry, the sweep's) stay on this test's queue too.
             "CELERY_TASK_DEFAULT_QUEUE": self.queue,
-            # Tasks the worker sends (a retry, the sweep's) stay on this test's queue too.
             **dict.fromkeys(QUEUE_SETTINGS, self.queue),
             "OPENAI_BASE_URL": self.fake.base_url,
             "OPENAI_API_KEY": self.fake.api_key,

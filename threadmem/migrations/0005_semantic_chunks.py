@@ -1,10 +1,9 @@
 """Embedded chunks for the semantic part, and per-thread embedding progress.
 
 On PostgreSQL the vectors live in pgvector's ``vector`` type where the server
-offers the extension (and THREADMEM_PGVECTOR is not false), so this migration
-enables it first; on a stock server the column holds float32 bytes instead and
-the semantic part ranks exactly in NumPy (``threadmem.fields``;
-``manage.py check`` warns).
+offers the extension, so this migration enables it first; on a stock server
+the column holds float32 bytes instead and the semantic part ranks exactly in
+NumPy (``threadmem.fields``; ``manage.py check`` warns).
 HNSW indexes are per embedding dimension and are created when the first
 vectors of a dimension arrive (threadmem/embeddings/service.py).
 """

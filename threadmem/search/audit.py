@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
 
 from threadmem.errors import InvalidInput
 from threadmem.models import Message, ToolCall
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.bounded import TAIL_MARK, one_line
 from threadmem.search.literal.filters import searchable_sql
 from threadmem.search.log import logged_call

@@ -58,9 +58,9 @@ WINDOW_LEAD = 200
 # "Counting"); "more than 100 more hits" tells the model to narrow the query just as well.
 SEARCH_COUNT_LIMIT = 100
 # Global scope: what a search reads when the index cannot narrow its terms in
-# time (settings.THREADMEM_SEARCH_INDEX_BUDGET_MS): the newest messages (among the newest
+# time (SearchTuning.index_budget_ms): the newest messages (among the newest
 # GLOBAL_RECENT_IDS of the store), up to this much content or this many
-# messages: a fallback that stays within THREADMEM_SEARCH_RECENT_BUDGET_MS.
+# messages: a fallback that stays within SearchTuning.recent_budget_ms.
 GLOBAL_RECENT_BYTES = 1_500_000
 GLOBAL_RECENT_MESSAGES = 5_000
 GLOBAL_RECENT_IDS = 50_000

@@ -19,8 +19,8 @@ from threadmem.search.hits import Coverage, Hit, MatchedBy
 from threadmem.search.literal import literal_search
 from threadmem.search.log import logged_call
 from threadmem.search.observe import search_observed
+from threadmem.services import CHANNEL_MAX_CHARS  # the channel grammar's (services._check_channel)
 
-CHANNEL_MAX_CHARS = 255
 # The tool filter: at most this many names, each a stored tool name's length at most.
 TOOL_FILTER_MAX_NAMES = 20
 TOOL_NAME_MAX_CHARS = 255

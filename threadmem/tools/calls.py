@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from threadmem import replicas
 from threadmem.errors import DomainError, InvalidInput
 from threadmem.search import AuditRead, SearchResult, message_context_read, search_memory
 from threadmem.search.answers import audit_read_data, search_result_data
@@ -20,7 +21,6 @@ MESSAGE_CONTEXT_READ = MessageContextReadRequest.name
 SEARCH_MEMORY_TOOL: dict[str, Any] = SearchMemoryRequest.function()
 MESSAGE_CONTEXT_READ_TOOL: dict[str, Any] = MessageContextReadRequest.function()
 TOOLS: list[dict[str, Any]] = [SEARCH_MEMORY_TOOL, MESSAGE_CONTEXT_READ_TOOL]
-TOOL_SCHEMAS = TOOLS  # the name the agent-turn loop uses
 TOOL_NAMES = (SEARCH_MEMORY, MESSAGE_CONTEXT_READ)
 
 
@@ -124,9 +124,11 @@ def tool_answer(
     try:
         parsed = _parse_arguments(arguments)
         if name == SEARCH_MEMORY:
-            result = _run_search(parsed, user=user, default_channel=default_channel, surface=surface)
+            result = replicas.read(
+                lambda: _run_search(parsed, user=user, default_channel=default_channel, surface=surface), user.pk
+            )
             return ToolAnswer(text=result.text, result=result)
-        read = _run_read(parsed, user=user, surface=surface)
+        read = replicas.read(lambda: _run_read(parsed, user=user, surface=surface), user.pk)
         return ToolAnswer(text=read.text, result=read)
     except BadToolCall as err:
         refused = LoggedCall(

@@ -12,7 +12,9 @@ file without a hook (a Codex rollout, a script). The owner is ``--owner``,
 else the owner of the API token in ``THREADMEM_TOKEN``.
 
 It never blocks the agent: whatever fails, it exits 0 with one line on
-standard error; the details go to ``THREADMEM_CAPTURE_LOG``.
+standard error; the details go to ``var/capture.log`` in the checkout, or
+to ``~/.cache/threadmem/capture.log`` where the checkout is not writable
+(docs/imports.md).
 """
 
 from __future__ import annotations
@@ -160,13 +162,21 @@ def _log_failure(exc: BaseException) -> None:
     _log("capture failed", exc=None if isinstance(exc, CaptureRefused) else exc)
 
 
+def capture_log_paths() -> tuple[Path, Path]:
+    """Where the capture log goes: the checkout's var/, else (a hook whose user cannot write there) the user's cache."""
+    return Path(settings.BASE_DIR) / "var" / "capture.log", Path(os.path.expanduser("~/.cache/threadmem/capture.log"))
+
+
 def _log(message: str, *, exc: BaseException | None = None) -> None:
     """Details go to the capture log, a file: standard error gets one line, which the agent may show."""
-    path = Path(settings.THREADMEM_CAPTURE_LOG)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(path, encoding="utf-8")
-    except OSError:
+    for path in capture_log_paths():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            handler = logging.FileHandler(path, encoding="utf-8")
+            break
+        except OSError:
+            continue
+    else:
         return
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     file_logger = logging.getLogger("threadmem.capture")

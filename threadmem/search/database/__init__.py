@@ -16,8 +16,8 @@ created by apps.py after every migration.
 The token index is on by default (migration 0022 builds it concurrently):
 with it a global search lists every hit of a host, path or phrase the trigram
 index cannot narrow in time (docs/scaling.md). A deployment may drop it
-(``manage.py token_index drop``) or leave it unused
-(``THREADMEM_SEARCH_TOKENS=false``).
+(``manage.py token_index drop``); ``SearchTuning.tokens`` (search/literal/plan.py)
+leaves it unused, for comparison.
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, NamedTuple
 
-from django.db import connection
-
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 
 # threadmem_tokens as the token grammar below describes it. An index built at an

@@ -1,13 +1,13 @@
 """What an operator runs on the token index: create, drop, its status, and the migration that moves it.
 
-``manage.py token_index`` and migration 0022 call these; search never does (it
-reads the probe and the statistics in ``threadmem.search.database``).
+``manage.py token_index`` calls these (migration 0022 keeps its own frozen copy
+of ``move_token_indexes``); search never does (it reads the probe and the
+statistics in ``threadmem.search.database``).
 """
 
 from __future__ import annotations
 
-from django.db import connection
-
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.database import (
     OLDER_VERSIONS,
     TOKEN_INDEX_NAMES,

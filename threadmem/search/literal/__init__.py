@@ -32,12 +32,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, assert_never
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import literal_part
 from threadmem.search.cursor import CursorPosition
 from threadmem.search.hits import Coverage, LiteralPart, MatchedBy
+from threadmem.search.literal import plan
 from threadmem.search.literal.dialects import (
     Dialect,
     PostgresDialect,
@@ -285,7 +287,7 @@ def within_budget(
     """
     nested = not connection.get_autocommit()
     if scale_by_load:
-        tuning = tuning or SearchTuning.from_settings()
+        tuning = tuning or plan.TUNING
         budget_settings = _BUDGET_SETTINGS.format(timeout=_SCALED_TIMEOUT)
         budget_params = [budget_ms, tuning.budget_scale_max, host_runnable(), cpus(tuning)]
     else:

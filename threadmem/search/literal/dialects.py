@@ -33,9 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db import connection
-
 from threadmem.lib.terms import fold, fold_each
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
 
 

@@ -3,7 +3,7 @@ per term, the branch that finds it and why; ``literal_search`` runs it (``run_pl
 its SQL without deciding anything.
 
 The plan resolves its inputs itself, once per search, and carries them as
-data: the THREADMEM_SEARCH_* knobs (``SearchTuning``, read here and nowhere
+data: the tuning (``TUNING``, read here and nowhere
 else), the database's capabilities as those knobs use them (``dialect``,
 probed by ``database.capabilities``) and, in the global scope, what the token
 index can tell of each term (``database.term_tokens``: its tsquery, or its
@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
 
-from django.conf import settings
-from django.db import connection
-
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.database import TermTokens, capabilities, term_tokens
@@ -39,7 +37,7 @@ STREAM_ROWS_MAX = 50_000
 
 
 class SearchPath(StrEnum):
-    """THREADMEM_SEARCH_PATH: how a thread search on PostgreSQL matches."""
+    """How a thread search on PostgreSQL matches (``SearchTuning.path``)."""
 
     AUTO = "auto"  # scan a thread up to thread_scan_bytes, else the indexes
     SCAN = "scan"  # always read the scope's rows (the global scope too: the exhaustive search)
@@ -48,33 +46,40 @@ class SearchPath(StrEnum):
 
 @dataclass(frozen=True)
 class SearchTuning:
-    """The literal search's knobs, one frozen object from the THREADMEM_SEARCH_* settings.
+    """The literal search's tuning, measured by the benches (docs/search.md has the figures behind each value).
 
-    They are benchmark tuning (docs/search.md has the figures behind each
-    default); ``path`` overrides the thread-scope plan for measuring one path
-    against the other. Read per search, so a changed setting applies at once.
+    ``TUNING`` is the one in force, read per search; a bench or a test replaces it
+    (``dataclasses.replace``) to measure one path against another.
     """
 
-    index_budget_ms: int
-    recent_budget_ms: int
-    budget_scale_max: int  # the global budgets' most multiple under load (within_budget)
-    db_cpus: int
-    thread_scan_bytes: int
-    spelling_sample_bytes: int
-    pg_extension: bool
-    tokens: bool
-    scan_bytes_per_ms: int
-    path: SearchPath
+    # Global search on PostgreSQL: time for the trigram-index path, then for the fallback over the newest
+    # messages, in an idle machine's milliseconds (within_budget in literal/__init__.py).
+    index_budget_ms: int = 45
+    recent_budget_ms: int = 30
+    # On a loaded machine both are multiplied by the load (statements active in the database or threads runnable
+    # on this host, per CPU), at most this many times (1: the clock's milliseconds).
+    budget_scale_max: int = 20
+    db_cpus: int = 0  # the database's CPUs, for that load; 0: this host's
+    # Thread search on PostgreSQL: a thread (with its fork ancestry) of at most this many bytes of text is scanned;
+    # a larger one is searched through the trigram indexes (0: always the indexes).
+    thread_scan_bytes: int = 1_000_000
+    # Without threadmem_search, a larger thread is searched through the indexes after reading this many bytes of
+    # its newest content, to learn how it spells each term (0: do not).
+    spelling_sample_bytes: int = 65_536
+    # Match ASCII terms with threadmem_search (pg/) where the database has it; off only for comparison.
+    pg_extension: bool = True
+    # Global search: the token index where it exists (search/database/); off only for comparison.
+    tokens: bool = True
+    # With threadmem_search, a larger thread's index path has the time a scan of it would take at this rate.
+    scan_bytes_per_ms: int = 400_000
+    path: SearchPath = SearchPath.AUTO
 
-    @classmethod
-    def from_settings(cls) -> SearchTuning:
-        """Each knob from the setting of its name: ``index_budget_ms`` from THREADMEM_SEARCH_INDEX_BUDGET_MS."""
-        knobs = {knob.name: getattr(settings, f"THREADMEM_SEARCH_{knob.name.upper()}") for knob in fields(cls)}
-        return cls(**{**knobs, "path": SearchPath(knobs["path"])})
+
+TUNING = SearchTuning()
 
 
 def dialect(tuning: SearchTuning | None = None) -> Dialect:
-    """The dialect of the connection's database, its capabilities as ``tuning`` (default: the settings) uses
+    """The dialect of the connection's database, its capabilities as ``tuning`` (default: ``TUNING``) uses
     them, the connection made ready for it (``Dialect.prepare``). SQLite offers nothing to probe."""
     if connection.vendor == "sqlite":
         sqlite = SqliteDialect()
@@ -83,7 +88,7 @@ def dialect(tuning: SearchTuning | None = None) -> Dialect:
     found = capabilities()
     if found.vendor != "postgresql":
         raise NotImplementedError(f"search_memory does not support the {found.vendor} backend")
-    tuning = tuning or SearchTuning.from_settings()
+    tuning = tuning or TUNING
     return PostgresDialect(
         has_extension=tuning.pg_extension and found.trigram_ops,
         has_tokens=tuning.tokens and found.token_indexes,
@@ -92,8 +97,8 @@ def dialect(tuning: SearchTuning | None = None) -> Dialect:
 
 
 def has_search_extension() -> bool:
-    """PostgreSQL: whether search uses threadmem_search (THREADMEM_SEARCH_PG_EXTENSION, and the database has it)."""
-    return SearchTuning.from_settings().pg_extension and capabilities().trigram_ops
+    """PostgreSQL: whether search uses threadmem_search (``TUNING.pg_extension``, and the database has it)."""
+    return TUNING.pg_extension and capabilities().trigram_ops
 
 
 class MatchPlan(StrEnum):
@@ -123,7 +128,7 @@ class Branch(StrEnum):
     SCAN = "scan"  # every row of the scope, with a test no index serves
     TRIGRAM = "trigram index"
     TOKEN = "token index"  # exact posting lists (database.token_query), re-checked newest first
-    NEWEST = "newest first"  # a common word's content, newest first with no index (newest_first_terms)
+    NEWEST = "newest first"  # a common word's content, newest first with no index (_common_shares)
     SHARED_NEWEST = "shared newest first"  # the same, one read shared by two or more such words (stream_rows)
     WINDOW = "owner's window, then trigram index"  # has_owner_window
 
@@ -147,13 +152,8 @@ class SearchPlan:
     tuning: SearchTuning
 
 
-def choose_plan(scope: SearchScope, dialect: Dialect, tuning: SearchTuning | None = None) -> MatchPlan:
-    """The statements' shape for ``scope`` (``plan_search`` adds the terms')."""
-    return _choose(scope, dialect, tuning or SearchTuning.from_settings())[0]
-
-
-def _choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple[MatchPlan, str]:
-    """The plan and why (docs/search.md, "The plan").
+def choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple[MatchPlan, str]:
+    """The statements' shape for ``scope`` and why (docs/search.md, "The plan"); ``plan_search`` adds the terms'.
 
     A small thread is scanned: there the index path costs more than reading
     it (planning compiles the pattern into a trigram graph; a common word's
@@ -162,13 +162,13 @@ def _choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple
     can cost the index more than the thread), without it after learning the
     thread's spelling of the terms. The global scope has no end to scan, so
     it gets time budgets, unless it is an owner's no larger than a scanned
-    thread. THREADMEM_SEARCH_PATH=scan or index forces a thread's choice;
+    thread. ``tuning.path`` scan or index forces a thread's choice;
     scan also reads a global scope to the end.
     """
     if dialect.vendor != "postgresql":
         return MatchPlan.SCAN, "no index serves SQLite's match function"
     if tuning.path == SearchPath.SCAN:
-        return MatchPlan.SCAN, "THREADMEM_SEARCH_PATH=scan"
+        return MatchPlan.SCAN, "path=scan"
     small = scope.visible_bytes <= tuning.thread_scan_bytes
     if scope.is_global:
         # An owner's whole store as small as a scanned thread is read to the
@@ -200,12 +200,12 @@ def has_owner_window(scope: SearchScope) -> bool:
 
 
 def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTuning | None = None) -> SearchPlan:
-    """The whole plan, its inputs resolved here (``tuning``: the settings' unless given). A global index plan
+    """The whole plan, its inputs resolved here (``tuning``: ``TUNING`` unless given). A global index plan
     reads the token index's statistics here, before the match statement (``database.term_tokens``: on the
     driver's cursor, at most once a minute per connection)."""
-    tuning = tuning or SearchTuning.from_settings()
+    tuning = tuning or TUNING
     resolved = dialect(tuning)
-    kind, reason = _choose(scope, resolved, tuning)
+    kind, reason = choose(scope, resolved, tuning)
     if kind in (MatchPlan.INDEX_THEN_RECENT, MatchPlan.WINDOW_THEN_RECENT):
         planned = index_term_plans(scope, terms, resolved, window=kind == MatchPlan.WINDOW_THEN_RECENT)
     else:
@@ -256,23 +256,17 @@ def index_term_plans(
     return tuple(planned)
 
 
-def newest_first_terms(terms: Sequence[str], dialect: Dialect) -> frozenset[int]:
-    """The terms whose global content branch reads newest first, with no index: words the statistics call common.
-
-    The trigram index's estimate of a word comes from the column's histogram,
-    which holds short fields only, so it underestimates a word common in long
-    ones and the planner reads all of its posting list. The token index's
-    statistics count whole words in every field: a floor on the term's share.
-    Tool arguments are short, so their histogram estimates well; there the
-    planner's choice costs less than reading newest first (docs/search.md, "The token index").
-    """
-    if not dialect.has_tokens:
-        return frozenset()
-    return frozenset(_common_shares(term_tokens(terms, shares=True)))
-
-
 def _common_shares(told: Sequence[TermTokens]) -> dict[int, float]:
-    """The terms that are words the statistics call common, by index: their shares of the fields."""
+    """The terms that are words the statistics call common, by index: their shares of the fields.
+
+    Their global content branch reads newest first, with no index. The trigram
+    index's estimate of a word comes from the column's histogram, which holds
+    short fields only, so it underestimates a word common in long ones and the
+    planner reads all of its posting list. The token index's statistics count
+    whole words in every field: a floor on the term's share. Tool arguments are
+    short, so their histogram estimates well; there the planner's choice costs
+    less than reading newest first (docs/search.md, "The token index").
+    """
     return {index: tokens.share for index, tokens in enumerate(told) if tokens.share is not None}
 
 

@@ -5,7 +5,7 @@
 - ``share.py``: how the 12,000 characters are shared with the literal part.
 """
 
-from threadmem.search.ranked.lane import RankedText, keyword_only, meaning_only, ranked_results
+from threadmem.search.ranked.lane import RankedText, ranked_results
 from threadmem.search.ranked.share import DESCRIBED_LITERAL_MAX_CHARS, fit
 
-__all__ = ["DESCRIBED_LITERAL_MAX_CHARS", "RankedText", "fit", "keyword_only", "meaning_only", "ranked_results"]
+__all__ = ["DESCRIBED_LITERAL_MAX_CHARS", "RankedText", "fit", "ranked_results"]

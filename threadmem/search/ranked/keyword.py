@@ -25,11 +25,11 @@ import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from django.db import connection
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
 from threadmem.models import Chunk
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked import lexicon

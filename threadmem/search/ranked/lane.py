@@ -1,6 +1,6 @@
 """The ranked lane: keyword and meaning rankings of the scope's pieces, fused, listed best first.
 
-``ranked_results`` is a semantic provider (``search/semantic.py``). It ranks
+``ranked_results`` is what ``search/semantic.py`` runs. It ranks
 the pieces (``threadmem_chunk``) of the embedding model in force
 (``embeddings/choice.py``: a configured one, else the static one) two ways:
 
@@ -26,11 +26,11 @@ from dataclasses import dataclass, replace
 from functools import cached_property, partial
 
 from django.conf import settings
-from django.db import connection
 
 from threadmem import llm
 from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
 from threadmem.search.literal.filters import in_ids
@@ -51,23 +51,24 @@ RANKED_WINDOW_LEAD = 60
 RANKED_FULL_ENTRIES = 10
 RANKED_SHORT_WINDOW_CHARS = 100
 SCORE_DIGITS = 2
-# Whether the best messages' neighbours are listed with them (neighbours.py); the bench turns it off to compare.
+# Whether the best messages' neighbours are listed with them (neighbours.py); off only to measure what they add.
 NEIGHBOURS_ON = True
 # Occurrences of one query word looked at in a piece (a window is placed at one of them).
 MAX_POSITIONS = 20
 # Reciprocal rank fusion's constant, tuned on LoCoMo (docs/search.md, "How the 12,000 characters are shared").
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
-# model and for a configured one (THREADMEM_SEMANTIC_MIN_SCORE).
+# model and for a configured one.
 STATIC_MEANING_WEIGHT = 0.5
 STATIC_MIN_SIMILARITY = 0.3
 CONFIGURED_MEANING_WEIGHT = 1.0
+CONFIGURED_MIN_SIMILARITY = 0.3
 # A model server's call may outlive the search's deadline by this much (as in semantic.py).
 CALL_GRACE_SECONDS = 1.0
 # A model error quoted in the note stops here (as in semantic.py).
 NOTE_ERROR_CHARS = 300
 NO_MATCH = "No messages match the query by keyword or by meaning."
-NO_MODEL = "Ranked results are off (no embedding model in force: THREADMEM_STATIC_EMBEDDINGS=false)."
+NO_MODEL = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
 HEAD = (
     f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
     "its thread's messages just before and after it (messages the literal part lists are not repeated):"
@@ -155,7 +156,7 @@ def meaning_hits(
     """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
-    threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else settings.THREADMEM_SEMANTIC_MIN_SCORE
+    threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else CONFIGURED_MIN_SIMILARITY
     if not read and not scope.is_global:
         held = vectors.scope_pieces(scope=scope, model=model)
     if held is not None:
@@ -163,11 +164,6 @@ def meaning_hits(
         return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches]
-
-
-def meaning_ranking(*, scope: SearchScope, query: str, model: str, k: int) -> list[retrieve.Match]:
-    """The meaning ranking's messages with their best piece's details and similarity, best first."""
-    return [r.match for r in with_details(meaning_hits(scope=scope, query=query, model=model, k=k))]
 
 
 def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: float = 1.0) -> list[Hit]:
@@ -251,7 +247,10 @@ def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool,
 def ranked_results(
     *, scope: SearchScope, query: str, terms: list[str], keyword_on: bool = True, meaning_on: bool = True
 ) -> str:
-    """The default "Other memory results" (contract §12): the scope's messages ranked for the whole query."""
+    """The default "Other memory results" (contract §12): the scope's messages ranked for the whole query.
+
+    ``keyword_on``/``meaning_on``: one ranking alone (bench/described.py measures each).
+    """
     model = choice.active_model()
     if not model:
         return NO_MODEL
@@ -302,11 +301,3 @@ def unavailable_note(error: llm.LLMError) -> str:
     if len(reason) > NOTE_ERROR_CHARS:
         reason = reason[:NOTE_ERROR_CHARS] + "…"
     return f"Semantic search is unavailable for this query ({reason}); the literal hits above are complete."
-
-
-def keyword_only(*, scope: SearchScope, query: str, terms: list[str]) -> str:
-    return ranked_results(scope=scope, query=query, terms=terms, meaning_on=False)
-
-
-def meaning_only(*, scope: SearchScope, query: str, terms: list[str]) -> str:
-    return ranked_results(scope=scope, query=query, terms=terms, keyword_on=False)

@@ -24,8 +24,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from django.db import connection
-
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.ranked import warm
 
 # Bytes kept over every scope, as ``Lexicon.bytes`` estimates them from tracemalloc's count for a large thread

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from django.db import connection
-
 from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces

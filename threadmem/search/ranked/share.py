@@ -30,7 +30,7 @@ ALL_LISTED = "Every ranked message is among the literal hits above."
 
 
 def fit(semantic: str, *, room: int, listed: set[int]) -> str:
-    """The ranked lane's text for ``room`` characters; any other provider's text as it is.
+    """The ranked lane's text for ``room`` characters; a one-line text (a note) as it is.
 
     In the global scope an entry costs its thread's line too the first time one of its thread is shown
     (``threads.py``); the lines follow the entries.

@@ -27,8 +27,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import connection
 
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import CACHE_MAX_PIECES, ScopePieces

@@ -7,8 +7,7 @@ its channel (``share.fit`` lists the lines of the threads it shows).
 
 from __future__ import annotations
 
-from django.db import connection
-
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.bounded import one_line
 from threadmem.search.literal.filters import in_ids, searchable_sql
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from django.db import connection
 
 from threadmem.fields import FLOAT32, pgvector_in_use
 from threadmem.models import Chunk
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_subquery
 from threadmem.search.ranked import warm

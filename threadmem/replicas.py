@@ -1,0 +1,304 @@
+"""Model-facing reads on PostgreSQL streaming replicas (``DATABASE_REPLICA_URLS``; docs/scaling.md).
+
+A surface runs a model-facing read (search, the audit read, context, listings)
+through ``read(fn, caller)``. It picks a database for the caller, and for the
+read's duration the ORM's reads (``ReplicaRouter``) and the search's raw
+statements (``connection`` below, which those modules import instead of
+Django's) go there. Writes, and the search's log row (``search/log.py`` writes
+on Django's own connection), stay on the primary. Without replicas ``read``
+calls ``fn`` and nothing else: no statement, no cache lookup, no router.
+
+A replica is read only when
+- it answers: a read that meets a broken connection runs again on the
+  primary, and the replica is checked afresh by the next read (a restart
+  breaks kept connections too), left out for ``DOWN_SECONDS`` when it does not
+  answer;
+- it is at most ``THREADMEM_REPLICA_MAX_LAG_SECONDS`` behind, checked at most
+  every ``STATUS_SECONDS`` per process: caught up when it has replayed the
+  primary's WAL position, else behind by no more than the age of the newest
+  primary position it has replayed (positions sampled here) or of the last
+  transaction it replayed, whichever is younger (the second alone grows on an
+  idle primary, and is unknown after a restart);
+- it has replayed the caller's last write: a surface calls ``wrote(caller)``
+  after a write, which keeps the primary's WAL position in the cache (Redis:
+  shared by every process), and a replica short of it is passed over.
+
+Capabilities (the search extension, the token index, pgvector) are probed and
+kept per connection, so each database answers through what it has.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
+from django.db.backends.signals import connection_created
+from django.utils.connection import ConnectionProxy
+
+from threadmem import metrics
+
+T = TypeVar("T")
+
+PREFIX = "replica"  # config/settings.py names them replica1, replica2, ...
+STATUS_SECONDS = 1.0
+DOWN_SECONDS = 5.0
+# How long a caller's last write is remembered: a replica further behind than that is not read anyway.
+WRITTEN_SECONDS = 3600
+_WRITTEN_KEY = "threadmem:replicas:written:{}"
+_FAILURES = (OperationalError, InterfaceError)
+
+
+@dataclass
+class _Read:
+    alias: str = DEFAULT_DB_ALIAS
+    failed: bool = False  # a replica's connection broke during the read (any thread of it)
+    again: bool = False  # the read runs again on the primary
+
+
+@dataclass(frozen=True)
+class _Status:
+    checked: float  # monotonic
+    replayed: float  # WAL position (inf: not in recovery)
+    lag: float
+    down_until: float = 0.0
+
+
+_read: ContextVar[_Read | None] = ContextVar("threadmem_replica_read", default=None)
+_statuses: dict[str, _Status] = {}
+# The primary's WAL positions as sampled (monotonic time, position), newest last; the newest is kept
+# STATUS_SECONDS.
+_primary: deque[tuple[float, int]] = deque(maxlen=600)
+
+
+def aliases() -> list[str]:
+    return [name for name in connections.settings if name.startswith(PREFIX)]
+
+
+def alias() -> str:
+    """The database the current read uses: the primary outside a read."""
+    state = _read.get()
+    return DEFAULT_DB_ALIAS if state is None else state.alias
+
+
+class _ReadConnection(ConnectionProxy):
+    """``django.db.connection`` for the database the current read uses."""
+
+    @property
+    def _alias(self) -> str:  # type: ignore[override]
+        return alias()
+
+
+connection: Any = _ReadConnection(connections, DEFAULT_DB_ALIAS)
+
+
+class ReplicaRouter:
+    """The ORM's half (DATABASE_ROUTERS, set only with replicas): reads where the current read goes, writes on
+    the primary."""
+
+    def db_for_read(self, model: Any, **hints: Any) -> str:
+        return alias()
+
+    def db_for_write(self, model: Any, **hints: Any) -> str:
+        return DEFAULT_DB_ALIAS
+
+    def allow_relation(self, obj1: Any, obj2: Any, **hints: Any) -> bool:
+        return True  # the same rows on every database
+
+    def allow_migrate(self, db: str, app_label: str, model_name: str | None = None, **hints: Any) -> bool:
+        return db == DEFAULT_DB_ALIAS
+
+
+def read(fn: Callable[[], T], caller: Any = None) -> T:
+    """``fn()`` as a model-facing read of ``caller`` (a user's pk; None: named later by ``use_replica``).
+
+    Inside a read, or a transaction on the primary (its rows are not committed), ``fn`` runs where it is.
+    """
+    if not aliases() or _read.get() is not None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        return fn()
+    state = _Read()
+    token = _read.set(state)
+    try:
+        if caller is not None:
+            use_replica(caller)
+        try:
+            result = fn()
+        except _FAILURES:
+            if state.alias == DEFAULT_DB_ALIAS:
+                raise
+            _check(connections[state.alias])
+            return _again(state, fn)
+        if state.alias != DEFAULT_DB_ALIAS and (state.failed or _is_down(state.alias)):
+            return _again(state, fn)  # a part of it may have met the failure (a lane's thread) and said less
+        return result
+    finally:
+        _read.reset(token)
+
+
+def use_replica(caller: Any) -> None:
+    """Pick the current read's database for ``caller`` (a surface that authenticates inside the read)."""
+    state = _read.get()
+    if state is None or state.again:
+        return
+    state.alias, state.failed = _choose(caller), False  # a kept connection found broken while choosing
+    metrics.READS.labels(database=state.alias).inc()
+
+
+def wrote(caller: Any) -> None:
+    """``caller`` has just written: their next reads wait for a replica that replayed it (or use the primary)."""
+    if caller is None or not aliases():
+        return
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        # The insert position: past the commit record even when commits are asynchronous.
+        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
+        position = _lsn(cursor.fetchone()[0])
+    cache.set(_WRITTEN_KEY.format(caller), position, WRITTEN_SECONDS)
+
+
+def _again(state: _Read, fn: Callable[[], T]) -> T:
+    metrics.READ_FALLBACKS.labels(reason="failed").inc()
+    metrics.READS.labels(database=DEFAULT_DB_ALIAS).inc()
+    state.alias, state.failed, state.again = DEFAULT_DB_ALIAS, False, True
+    return fn()
+
+
+def _choose(caller: Any) -> str:
+    written = cache.get(_WRITTEN_KEY.format(caller)) if caller is not None else None
+    candidates = aliases()
+    random.shuffle(candidates)
+    reasons = set()
+    for name in candidates:
+        status = _status(name)
+        if status.down_until > time.monotonic():
+            reasons.add("down")
+            continue
+        if status.lag > settings.THREADMEM_REPLICA_MAX_LAG_SECONDS:
+            reasons.add("lag")
+            continue
+        if written is not None and status.replayed < written:
+            status = _status(name, fresh=True)
+            if status.replayed < written:
+                reasons.add("writes")
+                continue
+        try:
+            connections[name].ensure_connection()  # kept open: nothing to do
+        except _FAILURES:
+            _mark_down(name)
+            reasons.add("down")
+            continue
+        return name
+    reason = "writes" if "writes" in reasons else "lag" if "lag" in reasons else "down"
+    metrics.READ_FALLBACKS.labels(reason=reason).inc()
+    return DEFAULT_DB_ALIAS
+
+
+def _status(name: str, *, fresh: bool = False) -> _Status:
+    now = time.monotonic()
+    kept = _statuses.get(name)
+    if kept is not None and kept.down_until > now:
+        return kept
+    if kept is not None and not fresh and not kept.down_until and now - kept.checked < STATUS_SECONDS:
+        return kept  # a replica left out is checked again as soon as its time is up
+    wrapper = connections[name]
+    for attempt in range(2):
+        kept = wrapper.connection is not None
+        try:
+            with wrapper.cursor() as cursor:
+                cursor.execute(
+                    "SELECT pg_last_wal_replay_lsn()::text, "
+                    "EXTRACT(EPOCH FROM clock_timestamp() - pg_last_xact_replay_timestamp())::float8"
+                )
+                replayed_text, since = cursor.fetchone()
+            break
+        except _FAILURES:
+            # A kept connection may have broken with a restart since: a new one says whether it is down.
+            if attempt or not kept:
+                return _mark_down(name)
+            wrapper.close()
+    replayed = float("inf") if replayed_text is None else _lsn(replayed_text)
+    lag = 0.0 if replayed >= _primary_position(now) else _behind(replayed, since, now)
+    status = _statuses[name] = _Status(checked=now, replayed=replayed, lag=lag)
+    metrics.REPLICA_LAG.labels(database=name).set(lag if lag != float("inf") else -1)
+    return status
+
+
+def _primary_position(now: float) -> int:
+    if _primary and now - _primary[-1][0] < STATUS_SECONDS:
+        return _primary[-1][1]
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_lsn()::text")
+        position = _lsn(cursor.fetchone()[0])
+    _primary.append((now, position))
+    return position
+
+
+def _behind(replayed: float, since: float | None, now: float) -> float:
+    """At most how many seconds behind a replica is that has replayed up to ``replayed``."""
+    samples = list(_primary)  # a copy: other threads append
+    sampled = next((now - at for at, position in reversed(samples) if position <= replayed), float("inf"))
+    return max(0.0, min(sampled, float("inf") if since is None else since))
+
+
+def _mark_down(name: str) -> _Status:
+    now = time.monotonic()
+    connections[name].close()
+    metrics.REPLICA_LAG.labels(database=name).set(-1)
+    status = _statuses[name] = _Status(checked=now, replayed=0, lag=float("inf"), down_until=now + DOWN_SECONDS)
+    return status
+
+
+def _is_down(name: str) -> bool:
+    kept = _statuses.get(name)
+    return kept is not None and kept.down_until > time.monotonic()
+
+
+def _broken(wrapper: Any) -> bool:
+    raw = wrapper.connection
+    return raw is None or raw.closed or bool(getattr(raw, "broken", False))
+
+
+def _check(wrapper: Any) -> None:
+    """After an error on a replica: if its connection broke (a timeout leaves it whole), closed, and the replica
+    checked afresh by the next read (down, or restarted since this connection was opened)."""
+    if _broken(wrapper):
+        wrapper.close()
+        _statuses.pop(wrapper.alias, None)
+
+
+def _watch(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+    try:
+        return execute(sql, params, many, context)
+    except _FAILURES:
+        wrapper = context["connection"]
+        if _broken(wrapper):
+            _check(wrapper)
+            if (state := _read.get()) is not None:
+                state.failed = True  # seen by the read's own thread too (a lane's thread shares the state)
+        raise
+
+
+def _watch_replica(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Every replica connection, in whichever thread, reports a broken connection to the read it serves."""
+    if connection.alias.startswith(PREFIX) and _watch not in connection.execute_wrappers:
+        connection.execute_wrappers.append(_watch)
+
+
+connection_created.connect(_watch_replica)
+
+
+def _lsn(text: str) -> int:
+    high, low = text.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
+
+
+def reset() -> None:
+    """Forget every replica's status (tests)."""
+    _statuses.clear()
+    _primary.clear()
