@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 from django.db.backends.signals import connection_created
 from django.utils.connection import ConnectionProxy
 
@@ -53,6 +53,9 @@ DOWN_SECONDS = 5.0
 # How long a caller's last write is remembered: a replica further behind than that is not read anyway.
 WRITTEN_SECONDS = 3600
 _WRITTEN_KEY = "threadmem:replicas:written:{}"
+# A change that takes something out of every reader's sight (an isolation, a deletion): no replica serves anyone
+# until it has replayed it.
+_FENCE_KEY = "threadmem:replicas:fence"
 _FAILURES = (OperationalError, InterfaceError)
 
 
@@ -61,6 +64,7 @@ class _Read:
     alias: str = DEFAULT_DB_ALIAS
     failed: bool = False  # a replica's connection broke during the read (any thread of it)
     again: bool = False  # the read runs again on the primary
+    rerun: bool | None = None  # decided once (runs_again): the log row and the retry agree
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ def read(fn: Callable[[], T], caller: Any = None) -> T:
                 raise
             _check(connections[state.alias])
             return _again(state, fn)
-        if state.alias != DEFAULT_DB_ALIAS and (state.failed or _is_down(state.alias)):
+        if runs_again():
             return _again(state, fn)  # a part of it may have met the failure (a lane's thread) and said less
         return result
     finally:
@@ -162,15 +166,42 @@ def wrote(caller: Any) -> None:
     cache.set(_WRITTEN_KEY.format(caller), position, WRITTEN_SECONDS)
 
 
+def runs_again() -> bool:
+    """Whether the current read met a replica's failure and runs again on the primary, as ``read`` decides after
+    it: what it answers is dropped, so its tool-call log row is not written (the run on the primary writes one)."""
+    state = _read.get()
+    if state is None or state.alias == DEFAULT_DB_ALIAS:
+        return False
+    if state.rerun is None:
+        state.rerun = state.failed or _is_down(state.alias)
+    return state.rerun
+
+
+def fence() -> None:
+    """Once the current transaction commits, every caller's reads wait for a replica that replayed it (or use the
+    primary): isolated or deleted content is never read from a replica that still holds it."""
+    if aliases():
+        transaction.on_commit(_set_fence)
+
+
+def _set_fence() -> None:
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
+        position = _lsn(cursor.fetchone()[0])
+    if position > (cache.get(_FENCE_KEY) or 0):
+        cache.set(_FENCE_KEY, position, WRITTEN_SECONDS)
+
+
 def _again(state: _Read, fn: Callable[[], T]) -> T:
     metrics.READ_FALLBACKS.labels(reason="failed").inc()
     metrics.READS.labels(database=DEFAULT_DB_ALIAS).inc()
-    state.alias, state.failed, state.again = DEFAULT_DB_ALIAS, False, True
+    state.alias, state.failed, state.again, state.rerun = DEFAULT_DB_ALIAS, False, True, None
     return fn()
 
 
 def _choose(caller: Any) -> str:
-    written = cache.get(_WRITTEN_KEY.format(caller)) if caller is not None else None
+    kept = cache.get_many([_FENCE_KEY, _WRITTEN_KEY.format(caller)] if caller is not None else [_FENCE_KEY])
+    written = max(kept.values(), default=None)
     candidates = aliases()
     random.shuffle(candidates)
     reasons = set()

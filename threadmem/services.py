@@ -20,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
+from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
 from threadmem.lib.validate import check_text, check_tool_calls, require_keys
 from threadmem.models import Generation, IsolationEvent, Message, Thread
@@ -242,6 +243,7 @@ def thread_set_isolated(*, thread: Thread, isolated: bool, actor: AbstractBaseUs
     _check_isolation_change(actor=actor, isolated=isolated)
     Thread.objects.filter(pk=thread.pk).update(isolated=isolated)
     thread.isolated = isolated
+    replicas.fence()
     IsolationEvent.objects.create(actor=actor, thread=thread, isolated=isolated, surface=surface)
     for hook in after_thread_isolation_hooks:
         hook(thread, actor)
@@ -256,6 +258,7 @@ def message_set_isolated(*, message: Message, isolated: bool, actor: AbstractBas
     Thread.objects.select_for_update().filter(pk=message.thread_id).values_list("pk", flat=True).first()
     Message.objects.filter(pk=message.pk).update(isolated=isolated)
     message.isolated = isolated
+    replicas.fence()
     IsolationEvent.objects.create(
         actor=actor, thread_id=message.thread_id, message=message, isolated=isolated, surface=surface
     )

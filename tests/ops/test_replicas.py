@@ -238,6 +238,34 @@ def test_read_your_writes_while_the_replica_does_not_replay(replica):
     assert reads(ALIAS) - on_replica == 1  # replayed: the writer reads the replica again
 
 
+def test_an_isolation_or_a_delete_reaches_no_reader_through_a_replica_that_still_holds_it(replica):
+    """Read-your-writes spares the writer; what leaves every reader's sight fences every reader."""
+    owner, admin = make_user("owner"), make_user("admin", is_staff=True, is_superuser=True)
+    thread = make_thread(owner, "replica:fence")
+    (leaked,) = append(thread, {"role": "tool", "content": "the platypus token pt-7731 leaked"})
+    doomed = make_thread(owner, "replica:doomed")
+    append(doomed, {"role": "user", "content": "the numbat plan is abandoned"})
+    replica.caught_up()
+    replica.sql("SELECT pg_wal_replay_pause()")
+    on_replica = reads(ALIAS)
+    assert "platypus token" in search(owner, "platypus", "replica:fence").text  # read on the paused replica
+    assert reads(ALIAS) - on_replica == 1
+
+    admin_api = token_client(admin)
+    assert admin_api.patch(f"/api/v1/messages/{leaked.id}/", {"isolated": True}, format="json").status_code == 200
+    assert admin_api.delete("/api/v1/threads/replica:doomed/").status_code == 200
+    fenced, on_replica = fallbacks("writes"), reads(ALIAS)
+    # The owner wrote nothing since the pause: the fence, not their own writes, sends them to the primary.
+    assert "platypus token" not in search(owner, "platypus", "replica:fence").text
+    assert "numbat plan" not in search(owner, "numbat").text
+    assert reads(ALIAS) == on_replica and fallbacks("writes") - fenced == 2
+
+    replica.sql("SELECT pg_wal_replay_resume()")
+    replica.caught_up()
+    assert "platypus token" not in search(owner, "platypus", "replica:fence").text
+    assert reads(ALIAS) - on_replica == 1  # replayed past the fence: the replica again
+
+
 def test_a_replica_too_far_behind_is_not_read(replica, settings):
     settings.THREADMEM_REPLICA_MAX_LAG_SECONDS = 1.0
     owner, operator = make_user("owner"), make_user("operator", is_staff=True)
@@ -334,6 +362,8 @@ def test_reads_fail_over_under_four_clients(replica):
     replica.ctl("start")
     assert errors == []
     assert answered == [rounds] * clients  # none lost
+    # One log row a search: a read run again on the primary logs once.
+    assert ToolCall.objects.filter(tool=ToolCall.Tool.SEARCH_MEMORY).count() == clients * rounds
     assert stopped_at < clients * rounds and reads(ALIAS) > on_replica
     assert fallbacks("failed") + fallbacks("down") > failed_over
 

@@ -1,4 +1,4 @@
-"""The token index (migration 0014, search/database/): a global search narrowed per term, never missing a hit."""
+"""The token index (migration 0022, search/database/): a global search narrowed per term, never missing a hit."""
 
 from __future__ import annotations
 

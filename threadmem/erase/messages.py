@@ -16,7 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 
-from threadmem import services
+from threadmem import replicas, services
 from threadmem.compaction.resummarize import forks_holding
 from threadmem.erase.record import deletion_record, forget_kept
 from threadmem.erase.rows import delete_messages
@@ -49,6 +49,7 @@ def message_erase(*, message: Message, actor: AbstractBaseUser, surface: str = "
             )
         Message.objects.filter(pk=message.pk).update(isolated=True)
         message.isolated = True
+        replicas.fence()
         for hook in services.after_isolation_hooks:
             hook(message, actor)
         withdrawn = _withdraw_summaries(message)

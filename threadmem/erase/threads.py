@@ -37,6 +37,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import CharField, Value
 from django.db.models.functions import Cast, Concat
 
+from threadmem import replicas
 from threadmem.erase.files import forget_capture, forget_imports
 from threadmem.erase.record import deletion_record, forget_kept
 from threadmem.erase.rows import delete_newest_messages, delete_threads, unlink
@@ -75,6 +76,7 @@ def thread_delete(
     try:
         with transaction.atomic():
             ids, counts = _withdraw(thread=thread, with_forks=with_forks, idle_before=idle_before)
+            replicas.fence()
     except IntegrityError:
         # A fork created between the forks' read and the commit: it would point at a withdrawn thread.
         raise Conflict(

@@ -41,7 +41,7 @@ from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
 class Dialect:
     vendor = ""
     has_extension = False  # PostgreSQL with threadmem's extension threadmem_search (PostgresDialect)
-    has_tokens = False  # PostgreSQL with the token indexes of migration 0014 (PostgresDialect)
+    has_tokens = False  # PostgreSQL with the token indexes of migration 0022 (PostgresDialect)
     has_link_function = False  # PostgreSQL with threadmem_hit_link (link_function.py, created after migrations)
 
     def pattern(self, term: str) -> str:
