@@ -122,17 +122,7 @@ class RegistrationView(DynamicClientRegistrationView):
         return super().dispatch(request, *args, **kwargs)
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if len(request.body) > MAX_REGISTRATION_BYTES:
-            return _error("invalid_client_metadata", f"the metadata passes {MAX_REGISTRATION_BYTES} bytes")
-        try:
-            data = json.loads(request.body)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            refused = _metadata_problem(data)
-            if refused is not None:
-                return refused
-        return super().post(request, *args, **kwargs)
+        return _body_problem(request.body) or super().post(request, *args, **kwargs)
 
 
 @method_decorator(csrf_exempt, name="dispatch")
@@ -142,16 +132,19 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not settings.THREADMEM_OAUTH_REGISTRATION:
             return _error("not_found", REGISTRATION_OFF, status=404)
-        if request.method == "PUT":
-            try:
-                data = json.loads(request.body)
-            except ValueError:
-                data = None
-            if isinstance(data, dict):
-                refused = _metadata_problem(data)
-                if refused is not None:
-                    return refused
-        return super().dispatch(request, *args, **kwargs)
+        refused = _body_problem(request.body) if request.method == "PUT" else None
+        return refused or super().dispatch(request, *args, **kwargs)
+
+
+def _body_problem(body: bytes) -> JsonResponse | None:
+    """The 400 that a registration's body earns before the library reads it (which answers bad JSON itself)."""
+    if len(body) > MAX_REGISTRATION_BYTES:
+        return _error("invalid_client_metadata", f"the metadata passes {MAX_REGISTRATION_BYTES} bytes")
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return _metadata_problem(data) if isinstance(data, dict) else None
 
 
 def _metadata_problem(data: dict[str, Any]) -> JsonResponse | None:
