@@ -21,7 +21,8 @@ A replica is read only when
   idle primary, and is unknown after a restart);
 - it has replayed the caller's last write: a surface calls ``wrote(caller)``
   after a write, which keeps the primary's WAL position in the cache (Redis:
-  shared by every process), and a replica short of it is passed over.
+  shared by every process), and a replica short of it is passed over;
+- it has replayed the last isolation or deletion (``fence()``), whoever reads.
 
 Capabilities (the search extension, the token index, pgvector) are probed and
 kept per connection, so each database answers through what it has.

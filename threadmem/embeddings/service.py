@@ -23,15 +23,16 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Exists, F, OuterRef, Subquery
-from django.db.models.functions import Coalesce, Greatest, Length
+from django.db.models import Exists, F, OuterRef
+from django.db.models.functions import Greatest, Length
 from django.utils import timezone
 
 from threadmem import llm
+from threadmem.backlogs import threads_to_embed
 from threadmem.embeddings import choice
 from threadmem.embeddings.chunks import message_pieces
 from threadmem.fields import pgvector_in_use
-from threadmem.models import Chunk, EmbeddingProgress, Message, Thread, ToolArgument
+from threadmem.models import Chunk, EmbeddingProgress, Message, ToolArgument
 
 logger = logging.getLogger(__name__)
 
@@ -254,22 +255,12 @@ def _store(
 
 
 def threads_behind(model: str | None = None, *, idle_for: timedelta | None = None) -> list[int]:
-    """Ids of threads with messages to embed after their embedded seq for ``model``: the backfill's work list.
+    """Ids of threads with messages to embed for ``model`` (``backlogs.threads_to_embed``): the backfill's work list.
 
-    Only messages a run would embed count: a summary or hidden message past the embedded seq (a compaction
-    writes one, and no run follows it) is nothing to do. ``idle_for``: leave out threads whose progress
-    changed more recently (a run is at work on them).
+    ``idle_for``: leave out threads whose progress changed more recently (a run is at work on them).
     """
     model = model or choice.active_model()
-    embedded = EmbeddingProgress.objects.filter(thread=OuterRef("pk"), model=model).values("embedded_seq")
-    to_embed = Message.objects.filter(
-        thread=OuterRef("pk"), seq__gt=OuterRef("embedded_seq"), kind=Message.Kind.MESSAGE, model_visible=True
-    )
-    threads = (
-        Thread.objects.annotate(embedded_seq=Coalesce(Subquery(embedded), 0))
-        .filter(next_seq__gt=F("embedded_seq") + 1)
-        .filter(Exists(to_embed))
-    )
+    threads = threads_to_embed(model)
     if idle_for is not None:
         busy = EmbeddingProgress.objects.filter(
             thread=OuterRef("pk"), model=model, updated_at__gt=timezone.now() - idle_for
