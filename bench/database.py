@@ -60,3 +60,18 @@ def migrated_database(url: str) -> str:
     django.setup()
     call_command("migrate", verbosity=0)
     return name
+
+
+def lane_memory() -> str:
+    """What the process keeps for the lane now, and its peak resident size."""
+    import resource
+
+    from threadmem.search.ranked import lexicon, spread, vectors
+
+    held = sum(h.matrix.nbytes + h.ids.nbytes + h.messages.nbytes for h in vectors._held.values())
+    indexed = sum(kept.bytes() for kept in lexicon._kept.values())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (
+        f"kept: vectors {held / 2**20:.0f} MB ({len(vectors._held)} scopes), keyword index ~{indexed / 2**20:.0f} MB "
+        f"({len(lexicon._kept)} scopes), thread pieces {spread._kept_pieces:,}; peak resident size {peak:.0f} MB"
+    )

@@ -37,6 +37,14 @@ budget. ``--scope all`` runs the three. Before a global scope's questions
 its asker's scope is read once, untimed (``warm_up``): a process reads an
 owner's keyword index and vectors once, and the answers asked meanwhile run
 out of time (printed beside it, not counted in the lines).
+
+At scale (``--owner``): with DATABASE_URL naming bench/search.py's 1M store
+(postgres://postgres@127.0.0.1:5432/threadmem_bench_search) and ``--owner
+bench-owner-1``, the conversations are planted among that owner's 100 filler
+threads (~10,000 messages) in a store of a million messages; only that
+owner's threads are embedded here (``bench/search.py --ranked-prepare-only``
+embeds the operator's wider subset). ``--sessions none`` leaves the agent
+sessions out.
 """
 
 from __future__ import annotations
@@ -80,6 +88,7 @@ class Stats:
     chars: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
     out_of_time: int = 0
+    hits: set[tuple[str, int]] = field(default_factory=set)  # (question, evidence message) found
 
     def add(self, other: Stats) -> None:
         self.questions += other.questions
@@ -89,6 +98,7 @@ class Stats:
         self.chars += other.chars
         self.ms += other.ms
         self.out_of_time += other.out_of_time
+        self.hits |= other.hits
 
     def line(self, label: str) -> str:
         if not self.questions:
@@ -104,7 +114,7 @@ class Stats:
         )
 
 
-def setup(path: Path):
+def setup(owner: str):
     import os
 
     from django.conf import settings
@@ -118,7 +128,7 @@ def setup(path: Path):
     call_command("migrate", verbosity=0)
     from django.contrib.auth import get_user_model
 
-    user, _ = get_user_model().objects.get_or_create(username=USER)
+    user, _ = get_user_model().objects.get_or_create(username=owner)
     return user
 
 
@@ -149,7 +159,7 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
     ids: dict[str, dict[str, int]] = {}
     for sample in samples:
         channel = f"locomo:{sample['sample_id']}"
-        thread = Thread.objects.filter(channel=channel).first()
+        thread = Thread.objects.filter(owner=user, channel=channel).first()
         if thread is None:
             thread = services.thread_create(owner=user, channel=channel, title=channel)
             services.messages_append(thread=thread, messages=services.messages_parse(turns(sample)))
@@ -164,7 +174,9 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
     if model:
         started = time.perf_counter()
         chunks = 0
-        for thread_id in embedding_service.threads_behind(model):
+        owned = set(Thread.objects.filter(owner=user).values_list("id", flat=True))
+        # Only the owner's threads: in the 1M store the others are the operator's scope, embedded by bench/search.py.
+        for thread_id in (t for t in embedding_service.threads_behind(model) if t in owned):
             chunks += embedding_service.embed_thread(thread_id=thread_id, model=model).chunks
         if chunks:
             print(f"embedded {chunks} pieces with {model} in {time.perf_counter() - started:.1f} s")
@@ -248,6 +260,7 @@ def ask(
         stats.questions += 1
         stats.evidence += len(evidence)
         stats.found += sum(1 for e in evidence if e in listed)
+        stats.hits |= {(qa["question"], e) for e in evidence if e in listed}
         stats.messages.append(len(listed))
         stats.chars.append(len(text))
         stats.out_of_time += OUT_OF_TIME in text
@@ -263,6 +276,7 @@ def main() -> None:
         "--scope", choices=(*SCOPES, "both", "all"), default="both", help="both: thread and global; all: the three"
     )
     parser.add_argument("--sessions", type=Path, default=SESSIONS, help="agent sessions: more threads of the owner")
+    parser.add_argument("--owner", default=USER, help="the owner of the threads (bench-owner-1 in the 1M store)")
     args = parser.parse_args()
     if not args.locomo.is_file():
         raise SystemExit(
@@ -276,7 +290,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
 
     samples = json.loads(args.locomo.read_text())
-    user = setup(args.locomo)
+    user = setup(args.owner)
     sessions = load_sessions(user, args.sessions)
     ids = load(user, samples)
     both = ("thread", "global")
@@ -289,6 +303,7 @@ def main() -> None:
         if args.half not in ("both", half):
             continue
         print(f"\n== {half} half: conversations {part.start + 1}-{part.stop} ==")
+        lines: dict[tuple[str, str], Stats] = {}
         for scope, mode in ((scope, mode) for scope in scopes for mode in modes):
             asker = operator if scope == "operator" else user
             if scope != "thread" and asker.pk not in warmed:
@@ -306,8 +321,19 @@ def main() -> None:
                     by_category[category].add(stats)
                     whole.add(stats)
             print(whole.line(f"{scope} {mode}"))
+            lines[scope, mode] = whole
             for category, name in CATEGORIES.items():
                 print(by_category[category].line(f"  {category} {name}"))
+        for scope in scopes:
+            if (scope, "default") in lines and (scope, "keyword") in lines:
+                default, keyword = lines[scope, "default"].hits, lines[scope, "keyword"].hits
+                print(
+                    f"{scope}: evidence turns found only with the meaning half {len(default - keyword)}, "
+                    f"only without it {len(keyword - default)}"
+                )
+    from database import lane_memory
+
+    print(lane_memory())
     print(f"\n{DRAGON}")
     print(f"target: held-out half, default mode, >= {TARGET:g} % of evidence turns found in one answer")
 

@@ -7,7 +7,8 @@ of the cluster is copied with ``pg_basebackup -R`` into a temporary folder and
 started on a free port (the cluster needs a replication line in pg_hba.conf:
 scripts/allow-replication.sh). Then the same mix runs twice, in a process of
 its own each: without replicas, and with DATABASE_REPLICA_URLS naming the
-copy. BENCH_REPLICAS_CLIENTS (8) threads for BENCH_REPLICAS_SECONDS (30):
+copy, both with CACHE_URL a Redis (BENCH_REPLICAS_CACHE_URL, default
+redis://127.0.0.1:6379/3), as production sets it. BENCH_REPLICAS_CLIENTS (8) threads for BENCH_REPLICAS_SECONDS (30):
 30 % appends of 5 messages (the caller's last write remembered, as the API
 does), 35 % thread searches, 35 % global searches, each by the thread's owner
 through the tools' dispatcher (what MCP calls).
@@ -40,6 +41,8 @@ sys.path.insert(0, str(ROOT))
 DATABASE_URL = os.environ.get(
     "BENCH_REPLICAS_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/threadmem_bench_replicas"
 )
+# Where the runs keep a caller's last write and the fence, as CACHE_URL does in production (a Redis).
+CACHE_URL = os.environ.get("BENCH_REPLICAS_CACHE_URL", "redis://127.0.0.1:6379/3")
 MESSAGES = int(os.environ.get("BENCH_REPLICAS_MESSAGES", "20000"))
 CLIENTS = int(os.environ.get("BENCH_REPLICAS_CLIENTS", "8"))
 SECONDS = float(os.environ.get("BENCH_REPLICAS_SECONDS", "30"))
@@ -205,6 +208,8 @@ def start_replica(root: Path) -> tuple[int, list[str]]:
 
 def run_phase(replica_url: str | None) -> dict:
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_REPLICA_URLS"}
+    # Both runs on the shared cache production has: with replicas, manage.py check refuses a process-local one.
+    env["CACHE_URL"] = CACHE_URL
     if replica_url:
         env["DATABASE_REPLICA_URLS"] = replica_url
     done = subprocess.run(

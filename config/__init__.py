@@ -6,6 +6,13 @@ so ``celery -A config worker`` finds it and ``shared_task`` binds to it.
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread, set before NumPy loads: a search scores its vectors with one matrix-vector product, which
+# threads do not speed up, and OpenBLAS's threads spin while they wait: on a busy two-core host the product of
+# 8,100 vectors took 13 ms instead of 0.35 ms (docs/production.md). An operator's own setting wins.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from config.celery import app as celery_app
 
 __all__ = ("celery_app",)

@@ -139,6 +139,8 @@ for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
         raise ImproperlyConfigured(f"DATABASE_REPLICA_URLS: entry {_number} is not a valid URL: {exc}") from exc
     if _replica["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_REPLICA_URLS: replicas are PostgreSQL streaming replicas")
+    # Django's PostgreSQL backend, reporting a failure to connect as the replica's (threadmem/replicas.py).
+    _replica["ENGINE"] = "threadmem.replica_backend"
     # A replica that stops answering costs a read at most this long before it goes to the primary.
     _replica["OPTIONS"] = {"connect_timeout": 2, **_replica.get("OPTIONS", {})}
     _replica["TEST"] = {"MIRROR": "default"}  # tests read the test database, not a copy of it

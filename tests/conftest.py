@@ -25,9 +25,9 @@ def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's, then the connections search's worker threads keep are closed before it drops the
     test database (PostgreSQL refuses to drop a database that has sessions)."""
     yield
-    from threadmem.search import semantic
+    from tests.support.semantic import close_lane_connections
 
-    semantic.close_connections()
+    close_lane_connections()
     with django_db_blocker.unblock():
         _report_open_sessions()
 

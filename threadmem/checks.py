@@ -58,3 +58,35 @@ def broker_visibility_timeout_check(app_configs: Any = None, **kwargs: Any) -> l
             id="threadmem.E001",
         )
     ]
+
+
+# Caches that each process keeps to itself (or none at all): another process never sees what one recorded.
+PROCESS_LOCAL_CACHES = (
+    "django.core.cache.backends.locmem.LocMemCache",
+    "django.core.cache.backends.dummy.DummyCache",
+)
+
+
+@register()
+def replicas_cache_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Replicas keep a caller's last write position and the isolation fence in the cache (threadmem/replicas.py).
+
+    In a cache of each process's own, a write recorded by one web process or worker is unknown to the others:
+    its writer's next search may go to a replica that has not replayed it, and isolated or deleted content may
+    be read from a replica that still holds it. Refused, then, rather than served stale or leaked; DEBUG (one
+    runserver process) and test runs are spared.
+    """
+    if not settings.DATABASE_REPLICA_URLS or settings.DEBUG or settings.TESTING:
+        return []
+    backend = settings.CACHES["default"]["BACKEND"]
+    if backend not in PROCESS_LOCAL_CACHES:
+        return []
+    return [
+        Error(
+            f"DATABASE_REPLICA_URLS is set but the cache is each process's own ({backend}): read-your-writes and "
+            "the isolation fence would not hold across web processes and workers",
+            hint="Set CACHE_URL=redis://… for every process (the web's and the Celery workers'), or unset "
+            "DATABASE_REPLICA_URLS.",
+            id="threadmem.E002",
+        )
+    ]

@@ -106,7 +106,8 @@ READ_FALLBACKS = Counter(
     "threadmem_read_fallbacks",
     "Model-facing reads that went to the primary though replicas are configured, by reason: lag (every "
     "replica too far behind), writes (none had replayed the caller's last write yet), down (none answering), "
-    "failed (a replica failed during the read, which was read again on the primary).",
+    "libraries (none could load the libraries of its catalog's extensions), failed (a replica failed during the "
+    "read, which was read again on the primary).",
     ["reason"],
     registry=REGISTRY,
 )

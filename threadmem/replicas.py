@@ -12,7 +12,10 @@ A replica is read only when
 - it answers: a read that meets a broken connection runs again on the
   primary, and the replica is checked afresh by the next read (a restart
   breaks kept connections too), left out for ``DOWN_SECONDS`` when it does not
-  answer;
+  answer. A connection that fails to open, in any thread of a read (the
+  ranked lane's too, which answers for itself rather than raising), leaves it
+  out so and runs the read again on the primary: its backend
+  (``threadmem/replica_backend``) reports it here (``unreachable``);
 - it is at most ``THREADMEM_REPLICA_MAX_LAG_SECONDS`` behind, checked at most
   every ``STATUS_SECONDS`` per process: caught up when it has replayed the
   primary's WAL position, else behind by no more than the age of the newest
@@ -22,14 +25,23 @@ A replica is read only when
 - it has replayed the caller's last write: a surface calls ``wrote(caller)``
   after a write, which keeps the primary's WAL position in the cache (Redis:
   shared by every process), and a replica short of it is passed over;
-- it has replayed the last isolation or deletion (``fence()``), whoever reads.
+- it has replayed the last isolation or deletion (``fence()``), whoever reads;
+- its host can load the libraries of the extensions in its catalog (pgvector,
+  threadmem_search), probed every ``LIBRARIES_SECONDS`` per process. A
+  streaming replica has its primary's catalog whatever its host has
+  installed: the vector column, the extension's functions and the indexes of
+  its operator class are there, and reading any of them needs the library, so
+  a replica without one has no path that needs none; it is passed over. A
+  read that meets a missing library anyway (one removed since the probe) runs
+  again on the primary, as a failure does.
 
-Capabilities (the search extension, the token index, pgvector) are probed and
-kept per connection, so each database answers through what it has.
+What the database offers search (the extension, the token index, pgvector) is
+probed and kept per connection, so each database answers through what it has.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import deque
@@ -40,13 +52,14 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections, transaction
 from django.db.backends.signals import connection_created
 from django.utils.connection import ConnectionProxy
 
 from threadmem import metrics
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 PREFIX = "replica"  # config/settings.py names them replica1, replica2, ...
 STATUS_SECONDS = 1.0
@@ -58,6 +71,16 @@ _WRITTEN_KEY = "threadmem:replicas:written:{}"
 # until it has replayed it.
 _FENCE_KEY = "threadmem:replicas:fence"
 _FAILURES = (OperationalError, InterfaceError)
+# How long a replica's host is known to load (or not) the libraries its catalog names.
+LIBRARIES_SECONDS = 60.0
+# A statement that loads each extension's library, run where the catalog has the extension.
+_LIBRARY_PROBES = {
+    "vector": "SELECT '[1]'::vector",
+    "threadmem_search": "SELECT threadmem_icontains('', '')",
+}
+# A library that is not there (undefined_file), or lacks a function its catalog names (undefined_function: an
+# older build): the host's, not the read's.
+_MISSING_LIBRARY = ("58P01", "42883")
 
 
 @dataclass
@@ -78,6 +101,8 @@ class _Status:
 
 _read: ContextVar[_Read | None] = ContextVar("threadmem_replica_read", default=None)
 _statuses: dict[str, _Status] = {}
+# Per replica: (monotonic time until which it holds, whether its host loads its catalog's libraries).
+_libraries: dict[str, tuple[float, bool]] = {}
 # The primary's WAL positions as sampled (monotonic time, position), newest last; the newest is kept
 # STATUS_SECONDS.
 _primary: deque[tuple[float, int]] = deque(maxlen=600)
@@ -135,8 +160,8 @@ def read(fn: Callable[[], T], caller: Any = None) -> T:
             use_replica(caller)
         try:
             result = fn()
-        except _FAILURES:
-            if state.alias == DEFAULT_DB_ALIAS:
+        except DatabaseError as error:
+            if state.alias == DEFAULT_DB_ALIAS or not (isinstance(error, _FAILURES) or state.failed):
                 raise
             _check(connections[state.alias])
             return _again(state, fn)
@@ -165,6 +190,14 @@ def wrote(caller: Any) -> None:
         cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
         position = _lsn(cursor.fetchone()[0])
     cache.set(_WRITTEN_KEY.format(caller), position, WRITTEN_SECONDS)
+
+
+def unreachable(name: str) -> None:
+    """A connection to replica ``name`` failed to open: it is left out for DOWN_SECONDS, and the read it serves
+    runs again on the primary (whichever thread of the read opened it)."""
+    _mark_down(name)
+    if (state := _read.get()) is not None and state.alias == name:
+        state.failed = True
 
 
 def runs_again() -> bool:
@@ -221,12 +254,16 @@ def _choose(caller: Any) -> str:
                 continue
         try:
             connections[name].ensure_connection()  # kept open: nothing to do
+            loads = _loads_libraries(name)
         except _FAILURES:
             _mark_down(name)
             reasons.add("down")
             continue
+        if not loads:
+            reasons.add("libraries")
+            continue
         return name
-    reason = "writes" if "writes" in reasons else "lag" if "lag" in reasons else "down"
+    reason = next((reason for reason in ("writes", "lag", "libraries") if reason in reasons), "down")
     metrics.READ_FALLBACKS.labels(reason=reason).inc()
     return DEFAULT_DB_ALIAS
 
@@ -259,6 +296,39 @@ def _status(name: str, *, fresh: bool = False) -> _Status:
     status = _statuses[name] = _Status(checked=now, replayed=replayed, lag=lag)
     metrics.REPLICA_LAG.labels(database=name).set(lag if lag != float("inf") else -1)
     return status
+
+
+def _loads_libraries(name: str) -> bool:
+    """Whether the replica's host loads the libraries of the extensions in its catalog (kept LIBRARIES_SECONDS)."""
+    now = time.monotonic()
+    kept = _libraries.get(name)
+    if kept is not None and kept[0] > now:
+        return kept[1]
+    wrapper = connections[name]
+    # On the driver's cursor, as search's capability probe: not one of a read's statements.
+    with wrapper.wrap_database_errors, wrapper.connection.cursor() as cursor:
+        cursor.execute("SELECT extname FROM pg_extension WHERE extname = ANY(%s)", [list(_LIBRARY_PROBES)])
+        installed = sorted(extname for (extname,) in cursor.fetchall())
+    missing = next((extname for extname in installed if not _loads(wrapper, extname)), None)
+    if missing is not None:
+        logger.warning("replica %s cannot load %s's library: its reads go elsewhere", name, missing)
+    _libraries[name] = (now + LIBRARIES_SECONDS, missing is None)
+    return missing is None
+
+
+def _loads(wrapper: Any, extname: str) -> bool:
+    try:
+        with wrapper.wrap_database_errors, wrapper.connection.cursor() as cursor:
+            cursor.execute(_LIBRARY_PROBES[extname])
+    except DatabaseError as error:
+        if isinstance(error, _FAILURES) and not _missing_library(error):
+            raise  # the replica, not its library: down
+        return False
+    return True
+
+
+def _missing_library(error: BaseException) -> bool:
+    return getattr(error.__cause__, "sqlstate", None) in _MISSING_LIBRARY
 
 
 def _primary_position(now: float) -> int:
@@ -301,18 +371,24 @@ def _check(wrapper: Any) -> None:
     checked afresh by the next read (down, or restarted since this connection was opened)."""
     if _broken(wrapper):
         wrapper.close()
-        _statuses.pop(wrapper.alias, None)
+        if not _is_down(wrapper.alias):  # left out on a failure to connect (unreachable): it stays out
+            _statuses.pop(wrapper.alias, None)
 
 
 def _watch(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
     try:
         return execute(sql, params, many, context)
-    except _FAILURES:
+    except DatabaseError as error:
         wrapper = context["connection"]
-        if _broken(wrapper):
+        if _missing_library(error):
+            # Lost since the probe: the replica is passed over until probed again.
+            _libraries[wrapper.alias] = (time.monotonic() + LIBRARIES_SECONDS, False)
+        elif isinstance(error, _FAILURES) and _broken(wrapper):
             _check(wrapper)
-            if (state := _read.get()) is not None:
-                state.failed = True  # seen by the read's own thread too (a lane's thread shares the state)
+        else:
+            raise
+        if (state := _read.get()) is not None:
+            state.failed = True  # seen by the read's own thread too (a lane's thread shares the state)
         raise
 
 
@@ -334,3 +410,4 @@ def reset() -> None:
     """Forget every replica's status (tests)."""
     _statuses.clear()
     _primary.clear()
+    _libraries.clear()

@@ -56,8 +56,7 @@ UNKNOWN_FIELDS = f"unknown fields: {{unknown}} (allowed: {', '.join(SearchMemory
 def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
         raise InvalidInput(NOT_AN_OBJECT)
-    SearchMemoryRequest.check_keys(data, unknown_message=UNKNOWN_FIELDS)
-    search = SearchMemoryRequest.build(data)
+    search = SearchMemoryRequest.from_call(data, unknown_message=UNKNOWN_FIELDS)
     result = replicas.read(
         lambda: search_memory(user=request.user, **search.keywords(), surface="api"), request.user.pk
     )

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.support.browser import chromium_page, login, screenshot
+from tests.support.browser import chromium, chromium_page, login, screenshot
 from tests.support.factories import append, make_thread
 from threadmem.compaction.service import compaction_run_now
 from threadmem.models import IsolationEvent, Thread
@@ -17,11 +17,15 @@ from threadmem.models import IsolationEvent, Thread
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture(autouse=True)
-def playwright_beside_the_orm(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; the ORM calls
-    # the test makes between browser steps are still plain synchronous code.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+@pytest.fixture(scope="module")
+def browser():
+    """One chromium for the module (its launch costs a second or more); each test gets a fresh context and page."""
+    # Playwright's sync API runs an event loop in this thread from launch to close; the ORM calls
+    # the tests and their fixtures make meanwhile (the flush after each test included) are still plain synchronous code.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with chromium() as launched:
+            yield launched
 
 
 def journal() -> str:
@@ -86,9 +90,9 @@ def deploy(owner, admin):
     return thread
 
 
-def test_an_admin_browses_searches_and_isolates(live_server, admin, deploy):
+def test_an_admin_browses_searches_and_isolates(browser, live_server, admin, deploy):
     base = live_server.url
-    with chromium_page() as page:
+    with chromium_page(browser) as page:
         page.goto(f"{base}/console/")
         assert "/console/login/" in page.url
         screenshot(page, "01-login")
@@ -175,9 +179,9 @@ def test_an_admin_browses_searches_and_isolates(live_server, admin, deploy):
         screenshot(page, "12-tool-call-plan")
 
 
-def test_compact_now_shows_the_outcome(live_server, operator, deploy):
+def test_compact_now_shows_the_outcome(browser, live_server, operator, deploy):
     base = live_server.url
-    with chromium_page() as page:
+    with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/threads/{deploy.id}/")
         page.click("button:text('Compact now')")
@@ -187,10 +191,10 @@ def test_compact_now_shows_the_outcome(live_server, operator, deploy):
         screenshot(page, "12-compacted")
 
 
-def test_an_operator_sees_no_isolation_toggle(live_server, operator, deploy):
+def test_an_operator_sees_no_isolation_toggle(browser, live_server, operator, deploy):
     base = live_server.url
     message_id = deploy.messages.get(seq=2).id
-    with chromium_page() as page:
+    with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/threads/{deploy.id}/")
         assert page.locator("#isolation").is_visible()
@@ -201,22 +205,22 @@ def test_an_operator_sees_no_isolation_toggle(live_server, operator, deploy):
         screenshot(page, "13-operator-message")
 
 
-def test_a_user_who_is_not_staff_cannot_log_in(live_server, owner):
-    with chromium_page() as page:
+def test_a_user_who_is_not_staff_cannot_log_in(browser, live_server, owner):
+    with chromium_page(browser) as page:
         login(page, live_server.url, "owner", "owner-password")
         assert "/console/login/" in page.url
         assert page.locator(".error-box", has_text="for operators").is_visible()
         screenshot(page, "14-login-refused")
 
 
-def test_the_compaction_list_follows_a_running_compaction(live_server, operator, deploy):
+def test_the_compaction_list_follows_a_running_compaction(browser, live_server, operator, deploy):
     from threadmem.models import Compaction
 
     running = Compaction.objects.create(
         thread=deploy, generation=deploy.current_generation, status=Compaction.Status.RUNNING, trigger="api"
     )
     base = live_server.url
-    with chromium_page() as page:
+    with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/threads/{deploy.id}/")
         assert page.locator("#compactions .status-running").is_visible()
@@ -231,14 +235,14 @@ def test_the_compaction_list_follows_a_running_compaction(live_server, operator,
         assert page.locator("button:text('Compact now')").is_enabled()
 
 
-def test_a_huge_message_is_paged(live_server, operator, deploy, settings):
+def test_a_huge_message_is_paged(browser, live_server, operator, deploy, settings):
     from console.selectors import CONTENT_PAGE_CHARS
 
     settings.THREADMEM_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
     text = "".join(f"line {i:07d} of a very long build log\n" for i in range(3 * CONTENT_PAGE_CHARS // 36))
     message = append(deploy, {"role": "tool", "tool_call_id": "build", "content": text})[0]
     base = live_server.url
-    with chromium_page() as page:
+    with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/messages/{message.id}/")
         assert page.locator(".pager-where", has_text="Page 1 of 4").first.is_visible()

@@ -10,6 +10,7 @@ paused with ``pg_wal_replay_pause()`` makes it lag on demand. The tests commit
 from __future__ import annotations
 
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlencode
 
 import psycopg
 import pytest
@@ -28,6 +30,7 @@ from tests.support.factories import append, make_thread, make_user, token_client
 from tests.support.semantic import embedded, listed_ids, semantic_part
 from threadmem import metrics, replicas
 from threadmem.models import ToolCall
+from threadmem.search import semantic
 from threadmem.search.hits import Coverage
 from threadmem.tools import tool_answer
 
@@ -83,6 +86,20 @@ class Standby:
         raise AssertionError("the replica did not catch up")
 
 
+def forget_in_lane_threads(alias: str) -> None:
+    """Drop ``alias``'s connection from the ranked lane's threads too, which keep one each: another module's
+    replica, on another port, is then connected to afresh. One call a thread, held at a barrier until all ran."""
+    barrier = threading.Barrier(semantic.SEMANTIC_WORKERS)
+
+    def forget() -> None:
+        connections[alias].close()
+        del connections[alias]
+        barrier.wait(timeout=30)
+
+    for future in [semantic._executor.submit(forget) for _ in range(semantic.SEMANTIC_WORKERS)]:
+        future.result()
+
+
 @pytest.fixture(scope="module")
 def standby(django_db_setup, django_db_blocker) -> Iterator[Standby]:
     if connection.vendor != "postgresql":
@@ -134,6 +151,7 @@ def standby(django_db_setup, django_db_blocker) -> Iterator[Standby]:
     default = connections.settings["default"]
     connections.settings[ALIAS] = {
         **default,
+        "ENGINE": "threadmem.replica_backend",
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "OPTIONS": {**default.get("OPTIONS", {}), "connect_timeout": 2},
@@ -142,6 +160,7 @@ def standby(django_db_setup, django_db_blocker) -> Iterator[Standby]:
     try:
         yield server
     finally:
+        forget_in_lane_threads(ALIAS)
         connections[ALIAS].close()
         del connections[ALIAS]
         del connections.settings[ALIAS]
@@ -238,6 +257,39 @@ def test_read_your_writes_while_the_replica_does_not_replay(replica):
     assert reads(ALIAS) - on_replica == 1  # replayed: the writer reads the replica again
 
 
+def test_a_capture_is_found_by_its_owner_while_the_replica_does_not_replay(replica, settings, tmp_path):
+    """A remote capture (the hook's ``POST imports/?offset=``) is a write like an append: its owner's next search
+    waits for a replica that has replayed it."""
+    settings.THREADMEM_IMPORT_DIR = tmp_path / "imports"
+    owner, operator = make_user("owner"), make_user("operator", is_staff=True)
+    replica.caught_up()
+    replica.sql("SELECT pg_wal_replay_pause()")
+    session = "5b1c52a4-63a0-4c8e-9d55-0d6e1f0b8a11"
+    record = {
+        "type": "user",
+        "sessionId": session,
+        "uuid": "0c9e3f55-2d4b-4f61-8f0e-6b7c1a2d3e4f",
+        "timestamp": "2025-09-24T20:12:23.000Z",
+        "message": {"role": "user", "content": "the kakapo roster was captured"},
+    }
+    name = f"/home/agent/.claude/projects/-srv-app/{session}.jsonl"
+    captured = token_client(owner).post(
+        f"/api/v1/imports/?{urlencode({'offset': 0, 'name': name})}",
+        (json.dumps(record) + "\n").encode(),
+        content_type="application/octet-stream",
+        HTTP_CONTENT_DISPOSITION=f'attachment; filename="{session}.jsonl"',
+    )
+    assert captured.status_code == 200 and captured.json()["messages_imported"] == 1, captured.content
+    behind = fallbacks("writes")
+
+    assert "kakapo roster" in search(owner, "kakapo").text
+    assert fallbacks("writes") - behind == 1
+    # Another caller reads the paused replica, which has not got it: what the owner was spared.
+    on_replica = reads(ALIAS)
+    assert "kakapo roster" not in search(operator, "kakapo").text
+    assert reads(ALIAS) - on_replica == 1
+
+
 def test_an_isolation_or_a_delete_reaches_no_reader_through_a_replica_that_still_holds_it(replica):
     """Read-your-writes spares the writer; what leaves every reader's sight fences every reader."""
     owner, admin = make_user("owner"), make_user("admin", is_staff=True, is_superuser=True)
@@ -316,6 +368,66 @@ def test_a_replica_stopped_and_restarted(replica):
     on_replica = reads(ALIAS)
     assert "narwhal manifest" in search(owner, "narwhal").text
     assert reads(ALIAS) - on_replica == 1  # back in use on its own
+
+
+def owner_with_a_note(channel: str):
+    """An owner whose thread ``channel`` holds a note the ranked lane finds, among literal hits, embedded."""
+    owner = make_user("owner")
+    thread = make_thread(owner, channel)
+    (note,) = append(thread, {"role": "user", "content": "The orchard irrigation schedule moved to Tuesday."})
+    append(thread, *({"role": "user", "content": f"the heron count {k} is in"} for k in range(3)))
+    embedded(thread)
+    return owner, note
+
+
+def test_a_replica_that_goes_down_before_the_ranked_lane_connects_costs_a_rerun_not_the_lane(
+    replica, static_model, settings, monkeypatch
+):
+    """The lane's thread holds no connection to the replica and opens one after the replica went down (the search's
+    own statements ran there first): the read runs again on the primary, whole, and the replica is passed over
+    until it answers again."""
+    settings.THREADMEM_SEMANTIC_DEADLINE = 30.0  # stopping the replica happens inside the lane's wait
+    owner, note = owner_with_a_note("replica:lane-down")
+    replica.caught_up()
+    assert "heron count" in search(owner, "heron count", "replica:lane-down").text  # the replica, known up
+    forget_in_lane_threads(ALIAS)
+    # The replica stops once the search's own part is done, just before the lane opens its connection.
+    literal_done, stopped = threading.Event(), []
+    real_lane, real_start = semantic._lane, semantic.start
+
+    def lane(**kwargs):
+        if not stopped:
+            assert literal_done.wait(timeout=30)
+            replica.ctl("stop")
+            stopped.append(True)
+        return real_lane(**kwargs)
+
+    def start(**kwargs):
+        started = real_start(**kwargs)
+        return started._replace(text=lambda: (literal_done.set(), started.text())[1])
+
+    monkeypatch.setattr(semantic, "_lane", lane)
+    monkeypatch.setattr(semantic, "start", start)
+    on_replica, on_primary, failed, down = reads(ALIAS), reads("default"), fallbacks("failed"), fallbacks("down")
+    try:
+        # No literal hit: only the lane, which reads the vectors, finds it.
+        answer = search(owner, "irrigating orchards", "replica:lane-down")
+        assert stopped and not answer.is_error and "failed" not in answer.text, answer.text
+        assert answer.result.coverage == Coverage.ALL and note.id in listed_ids(semantic_part(answer.text))
+        assert reads(ALIAS) - on_replica == 1 and reads("default") - on_primary == 1
+        assert fallbacks("failed") - failed == 1
+        # Passed over: the next read goes to the primary without trying it.
+        answer = search(owner, "heron count", "replica:lane-down")
+        assert "failed" not in answer.text and answer.result.literal_hits_total == 3
+        assert fallbacks("down") - down == 1 and reads(ALIAS) - on_replica == 1
+    finally:
+        if stopped:
+            replica.ctl("start")
+    replica.caught_up()
+    time.sleep(replicas.DOWN_SECONDS)
+    on_replica = reads(ALIAS)
+    assert "heron count" in search(owner, "heron count", "replica:lane-down").text
+    assert reads(ALIAS) - on_replica == 1  # answers again: read again
 
 
 def test_reads_fail_over_under_four_clients(replica):

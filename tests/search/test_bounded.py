@@ -13,11 +13,11 @@ from threadmem.search.bounded import (
     WINDOW_LEAD,
     Candidate,
     entries_budget,
-    fields_to_window,
     header_lines,
     literal_part,
     merge,
 )
+from threadmem.search.literal.windows import fields_to_window
 
 
 def candidate(term: int, message_id: int, *, arg_id: int = 0, path: str = "", chars: int = 100) -> Candidate:

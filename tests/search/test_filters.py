@@ -20,8 +20,9 @@ from threadmem.models import Message
 from threadmem.search import search_memory
 from threadmem.search.literal.filters import searchable_sql
 
-# Thread searches run with each match statement (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("thread_match")
+# The tests that search run once with each match statement (tests/conftest.py, thread_match); the two that hold
+# the rule itself search nothing, so they run once.
+each_match_path = pytest.mark.usefixtures("thread_match")
 
 TERM = "sentinel-77"
 
@@ -108,6 +109,7 @@ def test_the_raw_sql_searchable_filter_selects_what_the_queryset_selects(world):
     assert orm & {m.id for m in world["stored"]} == world["searchable"]
 
 
+@each_match_path
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("channel", ["mine", None])
 def test_the_literal_and_semantic_paths_apply_the_same_filters(owner, world, channel):
@@ -123,6 +125,7 @@ def test_the_literal_and_semantic_paths_apply_the_same_filters(owner, world, cha
         assert leaked not in semantic
 
 
+@each_match_path
 @pytest.mark.django_db(transaction=True)
 def test_operators_global_scope_takes_every_thread_but_isolated_ones(operator, world):
     with lane_replaced(listing_provider):
@@ -133,6 +136,7 @@ def test_operators_global_scope_takes_every_thread_but_isolated_ones(operator, w
     assert world["in_isolated"] not in literal
 
 
+@each_match_path
 @pytest.mark.django_db(transaction=True)
 def test_an_isolated_threads_own_channel_still_searches_it_on_both_paths(owner, world):
     with lane_replaced(listing_provider):
@@ -141,6 +145,7 @@ def test_an_isolated_threads_own_channel_still_searches_it_on_both_paths(owner, 
     assert semantic_ids(result.text) == {world["in_isolated"]}
 
 
+@each_match_path
 @pytest.mark.django_db(transaction=True)
 def test_the_semantic_part_runs_concurrently_in_its_own_thread(owner, world):
     import threading
@@ -159,6 +164,7 @@ def test_the_semantic_part_runs_concurrently_in_its_own_thread(owner, world):
     assert result.text.endswith("\n## Other memory results\nfound by meaning")
 
 
+@each_match_path
 @pytest.mark.django_db(transaction=True)
 def test_a_failing_semantic_part_costs_one_line_not_the_literal_hits(owner, world):
     def provider(*, scope, query, terms):

@@ -142,11 +142,20 @@ def test_appended_and_grown_messages_are_ranked_after_the_scope_was_kept(owner, 
 
 
 def test_a_scope_of_more_pieces_than_are_held_is_ranked_by_the_database(owner, sessions, monkeypatch):
-    monkeypatch.setattr(spread, "CACHE_MAX_PIECES", 2)
+    monkeypatch.setattr(spread, "GLOBAL_MAX_PIECES", 2)
     scope = resolve_scope(user=owner, channel=None)
 
     assert spread.global_pieces(scope=scope, model=static.STATIC_MODEL) is None
     assert ranked_ids(owner, QUESTION)[0] == sessions[4].id
+
+
+def test_vectors_past_the_byte_cap_are_ranked_by_the_database_and_never_held(owner, sessions, monkeypatch):
+    vectors.clear()
+    monkeypatch.setattr(vectors, "CACHE_MAX_BYTES", 1)  # held: the keyword index; the vectors: never
+    fix = sessions[4]
+
+    assert ranked_ids(owner, QUESTION)[0] == fix.id
+    assert not vectors._held
 
 
 @pytest.mark.parametrize("kept_max", [spread.KEPT_MAX_PIECES, 1])  # 1: every thread but the last read dropped

@@ -28,8 +28,12 @@ VIEWPORT = {"width": 1440, "height": 960}
 
 
 @contextmanager
-def chromium_page() -> Iterator:
-    """A fresh page in a fresh headless chromium; fails loudly if the browser is missing."""
+def chromium() -> Iterator:
+    """A headless chromium for several tests (a module's): launched once, each test's page in a context of its own.
+
+    Fails loudly if the browser is missing. While it runs, Playwright's event loop counts as running in this
+    thread: the caller sets DJANGO_ALLOW_ASYNC_UNSAFE for as long (test_browser.py's ``browser`` fixture).
+    """
     from playwright.sync_api import sync_playwright
 
     if not CHROMIUM.exists():
@@ -37,15 +41,25 @@ def chromium_page() -> Iterator:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            context = browser.new_context(viewport=VIEWPORT)
-            context.set_default_timeout(15_000)
-            yield context.new_page()
+            yield browser
         finally:
             browser.close()
-            # ORM calls made inside the Playwright block run in its greenlet,
-            # with a database connection of their own: close it, or the test
-            # database cannot be dropped at the end of the session.
             connections.close_all()
+
+
+@contextmanager
+def chromium_page(browser) -> Iterator:
+    """A fresh page in a fresh browser context (no cookie, storage or cache of an earlier test's)."""
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        context.set_default_timeout(15_000)
+        yield context.new_page()
+    finally:
+        context.close()
+        # ORM calls made inside the Playwright block run in its greenlet,
+        # with a database connection of their own: close it, or the test
+        # database cannot be dropped at the end of the session.
+        connections.close_all()
 
 
 def login(page, base_url: str, username: str, password: str) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from unittest import mock
+
+from django.db import connections
 
 from threadmem.embeddings import service as embedding_service
 from threadmem.embeddings import tasks
@@ -49,3 +52,19 @@ def lane_off() -> Iterator[None]:
     """Search as with no embedding model in force: no ranked lane, its one line instead."""
     with mock.patch.object(semantic, "ranked_in_force", lambda: False):
         yield
+
+
+def close_lane_connections() -> None:
+    """Close the database connections the ranked lane's worker threads keep (``semantic._executor``), before
+    the test database is dropped: PostgreSQL refuses to drop a database that has sessions.
+
+    One call a worker, each held at a barrier until all have run, so every thread gets one.
+    """
+    barrier = threading.Barrier(semantic.SEMANTIC_WORKERS)
+
+    def close() -> None:
+        connections.close_all()
+        barrier.wait(timeout=30)
+
+    for future in [semantic._executor.submit(close) for _ in range(semantic.SEMANTIC_WORKERS)]:
+        future.result()

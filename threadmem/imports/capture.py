@@ -22,6 +22,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput
 from threadmem.imports.records import FORMATS, detect_format, is_subagent_file
 from threadmem.imports.service import FileImport, ImportReport
@@ -108,6 +109,9 @@ def capture_file(
         )
         reader.start_at(offset=cursor.offset, line_number=cursor.line_number)
         reader.step(final=False)
+        # The owner's next reads wait for a replica that has replayed the capture: recorded once it committed,
+        # when the position is past it (the outer transaction's, for a remote capture).
+        transaction.on_commit(lambda: replicas.wrote(owner.pk))
         cursor.offset, cursor.line_number = reader.resume_offset, reader.resume_line
         cursor.tail_sha1 = tail_sha1(path, cursor.offset)
         cursor.last_source_id = (reader.last_source_id or cursor.last_source_id)[:255]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from threadmem import replicas
 from threadmem.errors import DomainError
 from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
 from threadmem.models import Import
@@ -54,6 +55,10 @@ def import_run(*, import_id: int, raise_errors: bool = False) -> None:
 
 
 def _finish(record: Import, outcome: dict[str, object]) -> None:
+    # The owner's reads wait for a replica that has replayed what was imported (a failed import may have stored
+    # some), in whichever process it ran: the position is kept in the cache every process shares. Recorded
+    # before the import reads as finished, so that whoever sees it finished searches after it.
+    replicas.wrote(record.owner_id)
     Import.objects.filter(pk=record.pk).update(finished_at=timezone.now(), path="", **outcome)
     with contextlib.suppress(OSError):
         Path(record.path).unlink(missing_ok=True)

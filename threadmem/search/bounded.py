@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-from threadmem.lib.windows import Window, min_window_chars
+from threadmem.lib.windows import Window
 from threadmem.scope import GLOBAL_CHANNEL
 from threadmem.search.cursor import CursorPosition, cursor_chars
 from threadmem.search.entries import (
@@ -45,7 +45,7 @@ from threadmem.search.entries import (
     link_suffix,
     one_line,
 )
-from threadmem.search.hits import Candidate, Coverage, HitLink, LiteralPart, MatchedBy
+from threadmem.search.hits import Candidate, Coverage, HitLink, LiteralPart
 
 __all__ = ["RESULT_IDS_IN_HEADER", "hit_header", "link_suffix", "one_line"]
 
@@ -136,43 +136,6 @@ HEADER_CHARS_AT_LEAST = len(
 )
 
 
-def fields_to_window(candidates: list[Candidate], terms: list[str], *, budget: int) -> list[WindowKey]:
-    """The (field, term) pairs whose windows the database must cut.
-
-    Walks the candidates in listing order, adding the fewest characters each
-    new field's entry could take, until not even that fits: no later candidate
-    can be listed. A field seen before costs nothing in the walk (its later
-    terms may merge into its window). For every walked field, every term that
-    matched it is included, since its position decides whether that term's
-    hit merges into a listed window.
-    """
-    used = 0
-    walked: list[tuple[int, int]] = []
-    seen: set[tuple[int, int]] = set()
-    for candidate in candidates:
-        key = candidate.field_key
-        if key in seen:
-            continue
-        least = min_window_chars(
-            field_chars_at_least=candidate.min_chars,
-            term_chars=len(terms[candidate.term]),
-            width=WINDOW_CHARS,
-            lead=WINDOW_LEAD,
-        )
-        cost = len(hit_header(candidate)) + 1 + least + (1 if walked else 0)
-        if used + cost > budget:
-            break
-        used += cost
-        seen.add(key)
-        walked.append(key)
-    terms_by_field: dict[tuple[int, int], list[int]] = {key: [] for key in walked}
-    for candidate in candidates:
-        matched = terms_by_field.get(candidate.field_key)
-        if matched is not None and candidate.term not in matched:
-            matched.append(candidate.term)
-    return [(key, term) for key in walked for term in terms_by_field[key]]
-
-
 def literal_part(
     candidates: Iterable[Candidate],
     terms: list[str],
@@ -181,7 +144,6 @@ def literal_part(
     candidate_count: int,
     bounded: bool = False,
     coverage: Coverage = Coverage.ALL,
-    matched_by: MatchedBy = MatchedBy.NONE,
     seeds: Iterable[Candidate] = (),
     listed_before: int = 0,
     links: Mapping[tuple[int, int], HitLink | None] | None = None,
@@ -241,7 +203,7 @@ def literal_part(
         if not listing:
             continue
         if computed is ...:
-            listing = False  # past the walk of fields_to_window: cannot fit
+            listing = False  # past the walk of fields_to_window (literal/windows.py): cannot fit
             first_left_out = candidate
             continue
         # A call's entry is headed by the call, with the window of whichever hit came first: a result's
@@ -288,7 +250,6 @@ def literal_part(
         total=listed_before + total,
         bounded=bounded,
         coverage=coverage,
-        matched_by=matched_by,
         next_position=next_position,
         next_cursor=cursor,
     )

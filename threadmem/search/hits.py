@@ -49,14 +49,13 @@ class Candidate:
     session_id: str
     generation: int
     role: str
+    # Derived once, not properties: the listing reads them for every candidate several times over.
+    field_key: tuple[int, int] = field(init=False, repr=False, compare=False)
+    field_name: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def field_key(self) -> tuple[int, int]:
-        return (self.message_id, self.arg_id)
-
-    @property
-    def field_name(self) -> str:
-        return "content" if self.arg_id == 0 else f"tool_args.{self.path}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "field_key", (self.message_id, self.arg_id))
+        object.__setattr__(self, "field_name", "content" if self.arg_id == 0 else f"tool_args.{self.path}")
 
     @property
     def listing_key(self) -> tuple[int, int, int]:
@@ -65,7 +64,7 @@ class Candidate:
 
 def candidate_columns(alias: str, *, term: bool = True) -> str:
     """A match branch's columns, ``Candidate``'s fields in order, on ``alias`` (without ``term`` when asked)."""
-    names = [f.name for f in fields(Candidate) if term or f.name != "term"]
+    names = [f.name for f in fields(Candidate) if f.init and (term or f.name != "term")]
     return ", ".join(f"{alias}.{name}" for name in names)
 
 

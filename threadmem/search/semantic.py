@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager, nullcontext
 from contextvars import copy_context
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import DatabaseError, connections
@@ -157,21 +158,6 @@ def _cancelled(error: BaseException) -> bool:
     return "interrupted" in str(error.__cause__)  # SQLite's interrupt
 
 
-def close_connections() -> None:
-    """Close the database connections the worker threads keep (before a database is dropped: the tests').
-
-    One call a worker, each held at a barrier until all have run, so every thread gets one.
-    """
-    barrier = threading.Barrier(SEMANTIC_WORKERS)
-
-    def close() -> None:
-        connections.close_all()
-        barrier.wait(timeout=30)
-
-    for future in [_executor.submit(close) for _ in range(SEMANTIC_WORKERS)]:
-        future.result()
-
-
 def _deadline(scope: SearchScope) -> tuple[float, str, bool]:
     """How long search waits for the lane: (seconds, what it is called in the answer, whether its statements
     are cancelled then).
@@ -188,14 +174,22 @@ def _deadline(scope: SearchScope) -> tuple[float, str, bool]:
     return settings.THREADMEM_SEMANTIC_DEADLINE, "THREADMEM_SEMANTIC_DEADLINE", False
 
 
-def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], str]:
-    """Start the semantic part; the returned callable waits for its text.
+class Started(NamedTuple):
+    """The semantic part, started: whether the ranked lane runs (then it takes a described question's room,
+    ``ranked/share.py``), and a wait for its text."""
+
+    ranked: bool
+    text: Callable[[], str]
+
+
+def start(*, scope: SearchScope, query: str, terms: list[str]) -> Started:
+    """Start the semantic part; its ``text()`` waits for the text.
 
     A lane that fails or does not answer in time costs the caller one
     line, never the literal results.
     """
     if not ranked_in_force():
-        return lambda: NO_MODEL
+        return Started(ranked=False, text=lambda: NO_MODEL)
     deadline_seconds, limit, cancels = _deadline(scope)
     deadline = time.monotonic() + deadline_seconds
     cancel_at = deadline + CANCEL_AFTER_SECONDS if cancels else None
@@ -218,4 +212,4 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Callable[[], s
             logger.exception("semantic search failed")
             return "Semantic search failed for this query; the literal hits above are complete."
 
-    return result
+    return Started(ranked=True, text=result)

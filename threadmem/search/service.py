@@ -134,13 +134,13 @@ def search_memory(
         terms = _terms(query, global_scope=scope.is_global)
         bound = {"user_id": user.pk, "channel": scope.channel, "query": query, "filters": (tools, role)}
         start = cursor_read(cursor, **bound) if cursor is not None else None
-        semantic_text = semantic.start(scope=scope, query=query, terms=terms)
+        lane = semantic.start(scope=scope, query=query, terms=terms)
         literal = literal_search(
             scope=scope,
             terms=terms,
             start=start,
             sign=lambda position: cursor_sign(position, **bound),
-            described_max_chars=ranked.DESCRIBED_LITERAL_MAX_CHARS if semantic.ranked_in_force() else None,
+            described_max_chars=ranked.DESCRIBED_LITERAL_MAX_CHARS if lane.ranked else None,
         )
         header = header_lines(
             channel=scope.channel,
@@ -151,7 +151,7 @@ def search_memory(
             stopped_early=literal.stopped_early,
         )
         listed = {hit.message_id for hit in literal.hits}
-        shared = ranked.fit(semantic_text(), room=semantic_room(header=header, literal=literal.text), listed=listed)
+        shared = ranked.fit(lane.text(), room=semantic_room(header=header, literal=literal.text), listed=listed)
         text, truncated = merge(header=header, literal=literal.text, semantic=shared)
         search_observed(scope=scope, literal=literal, started=call.started)
     result = SearchResult(

@@ -42,13 +42,13 @@ def _parse_arguments(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
 
 
 def _request(request: type[ToolRequest], arguments: dict[str, Any]) -> Any:
-    request.check_keys(
+    return request.from_call(
         arguments,
         unknown_message="unknown arguments: {unknown}; allowed: {allowed}",
         unknown_field=None,
         error=BadToolCall,
+        integer=_integer,
     )
-    return request.build(arguments, integer=_integer)
 
 
 def _integer(value: Any, name: str) -> int:

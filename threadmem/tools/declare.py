@@ -85,15 +85,17 @@ class ToolRequest:
         }
 
     @classmethod
-    def check_keys(
+    def from_call(
         cls,
         arguments: Mapping[str, Any],
         *,
         unknown_message: str,
         error: type[InvalidInput] = InvalidInput,
         unknown_field: str | None = OFFENDING_KEY,
-    ) -> None:
-        """Refuse an argument the tool does not declare, or a required one missing (``require_keys``)."""
+        integer: Callable[[Any, str], int] | None = None,
+    ) -> Self:
+        """The request of a surface's call: an argument the tool does not declare, or a required one missing,
+        refused (``require_keys``); then ``build``. One call, so every surface checks the keys the same way."""
         require_keys(
             arguments,
             cls.args(),
@@ -102,6 +104,7 @@ class ToolRequest:
             unknown_field=unknown_field,
             error=error,
         )
+        return cls.build(arguments, integer=integer)
 
     @classmethod
     def build(cls, arguments: Mapping[str, Any], *, integer: Callable[[Any, str], int] | None = None) -> Self:

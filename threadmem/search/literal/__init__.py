@@ -88,19 +88,21 @@ def literal_search(
     """
     if not terms:
         return literal_part([], terms, {}, candidate_count=0)
-    if scope.is_global and described_max_chars is not None and start is None and len(terms) > 1 and sign:
+    # Decided here once; the match statement (in SQL) and the listing (in Python) apply it when the whole
+    # query has no hit, which only the rows tell.
+    described = described_max_chars if start is None and len(terms) > 1 else None
+    if scope.is_global and described is not None and sign:
         whole = literal_search(scope=scope, terms=terms[:1], sign=sign)
         if not whole.hits and whole.coverage == Coverage.ALL:
             return words_by_cursor(whole, sign)
     plan = plan_search(scope, terms)
     key = start.key if start is not None else None
     started = time.perf_counter()
-    matches = run_plan(plan, start=key, described_max_chars=described_max_chars)
+    matches = run_plan(plan, start=key, described_max_chars=described)
     ran_ms = (time.perf_counter() - started) * 1000
-    part = list_matches(
-        scope, terms, plan.dialect, matches, start=start, sign=sign, described_max_chars=described_max_chars
-    )
+    part = list_matches(scope, terms, plan.dialect, matches, start=start, sign=sign, described_max_chars=described)
     part.plan = plan.kind.value
+    part.matched_by = matches.matched_by
     part.executed = executed_plan(plan, matches, ran_ms)
     return part
 
@@ -127,8 +129,8 @@ def run_plan(
 ) -> Matches:
     """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
 
-    ``start``: a later page's cursor key, ``described_max_chars`` a described question's cap
-    (``match.with_small_windows``).
+    ``start``: a later page's cursor key, ``described_max_chars`` a described question's first page's cap,
+    applied when no row matches the whole query (``match.with_small_windows``).
     """
     scope, dialect, tuning = plan.scope, plan.dialect, plan.tuning
     terms = [term.term for term in plan.terms]

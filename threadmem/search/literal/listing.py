@@ -71,11 +71,12 @@ def list_matches(
     described_max_chars: int | None,
 ) -> LiteralPart:
     """The literal part of ``matches``: the candidates the listing keeps (a global term's first
-    SEARCH_COUNT_LIMIT; a later page's from its key on), the windows that fit the cap, each hit's link."""
+    SEARCH_COUNT_LIMIT; a later page's from its key on), the windows that fit the cap, each hit's link.
+    ``described_max_chars``: the cap when no candidate matches the whole query (``literal_search`` decides)."""
     key = start.key if start is not None else None
-    rows, coverage, matched_by = matches
+    rows, coverage = matches.rows, matches.coverage
     if coverage == Coverage.NONE:
-        return literal_part([], terms, {}, candidate_count=0, coverage=coverage, matched_by=matched_by)
+        return literal_part([], terms, {}, candidate_count=0, coverage=coverage)
     candidates = [row.candidate() for row in rows]
     # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
     cut = Cut(
@@ -103,8 +104,7 @@ def list_matches(
             kept.append(candidate)
         candidates = kept
     max_chars = THREAD_LITERAL_MAX_CHARS
-    described = len(terms) > 1 and not any(c.term == 0 for c in candidates)
-    if described_max_chars is not None and described and key is None:
+    if described_max_chars is not None and not any(c.term == 0 for c in candidates):
         max_chars = described_max_chars
     seeds: list[Candidate] = []
     if key is not None:
@@ -121,7 +121,6 @@ def list_matches(
             candidate_count=0,
             bounded=bounded,
             coverage=coverage,
-            matched_by=matched_by,
             listed_before=listed_before,
         )
     budget = entries_budget(len(candidates), bounded=bounded, coverage=coverage, max_chars=max_chars)
@@ -138,7 +137,6 @@ def list_matches(
         candidate_count=len(candidates),
         bounded=bounded,
         coverage=coverage,
-        matched_by=matched_by,
         seeds=seeds,
         listed_before=listed_before,
         links=links,

@@ -232,8 +232,8 @@ def with_small_windows(
     at the cap instead of reading on the chance of a listing.
 
     ``start``: a later page's cursor key: only rows from it on get windows,
-    counted from it. ``described_max_chars``: a described question's first
-    page's cap (``literal_search``) when no row matches the whole query.
+    counted from it. ``described_max_chars``: the cap when no row matches the
+    whole query, for a described question's first page (``literal_search`` decides).
     """
     # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
     sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
@@ -254,7 +254,7 @@ def with_small_windows(
     # window do not apply them (a no-op "1 = 1" without filters).
     filtered, filtered_params = filters.candidates
     cap, cap_params, whole = "%s", [THREAD_LITERAL_MAX_CHARS], ""
-    if described_max_chars is not None and start is None and len(terms) > 1:
+    if described_max_chars is not None:
         cap, cap_params = "CASE WHEN s.whole = 1 THEN %s ELSE %s END", [THREAD_LITERAL_MAX_CHARS, described_max_chars]
         whole = ", max(CASE WHEN u.term = 0 THEN 1 ELSE 0 END) OVER () AS whole"
     body = (

@@ -1,7 +1,9 @@
 """The windows statement: each listable field's first position of a term and the window around it, cut by the database.
 
 For the few fields that can be listed, in listing order until the listed
-entries fill the literal cap. Only ``WINDOW_CHARS + 1`` characters of a field
+entries fill the literal cap: ``fields_to_window`` picks them, the statement
+cuts them, ``walk_reach`` keeps what the walk reaches, all here, so a hit's
+window is decided in one module. Only ``WINDOW_CHARS + 1`` characters of a field
 ever leave the database. Skipped when the match statement cut every window the
 listing needs.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from threadmem.lib.windows import Window, window_from_slice
+from threadmem.lib.windows import Window, min_window_chars, window_from_slice
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import (
@@ -20,9 +22,8 @@ from threadmem.search.bounded import (
     WINDOW_CHARS,
     WINDOW_LEAD,
     WindowKey,
-    fields_to_window,
-    hit_header,
 )
+from threadmem.search.entries import hit_header
 from threadmem.search.hits import Candidate, Link, link_of
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import link_sql, searchable_sql
@@ -136,6 +137,43 @@ class Cut(NamedTuple):
 
     windows: dict[WindowKey, tuple[int, Window] | None]  # (field, term) -> (position, Window); None: no match
     links: dict[tuple[int, int], Link]  # field -> its tool and other half, for the fields with a window
+
+
+def fields_to_window(candidates: list[Candidate], terms: list[str], *, budget: int) -> list[WindowKey]:
+    """The (field, term) pairs whose windows the database must cut.
+
+    Walks the candidates in listing order, adding the fewest characters each
+    new field's entry could take, until not even that fits: no later candidate
+    can be listed. A field seen before costs nothing in the walk (its later
+    terms may merge into its window). For every walked field, every term that
+    matched it is included, since its position decides whether that term's
+    hit merges into a listed window.
+    """
+    used = 0
+    walked: list[tuple[int, int]] = []
+    seen: set[tuple[int, int]] = set()
+    for candidate in candidates:
+        key = candidate.field_key
+        if key in seen:
+            continue
+        least = min_window_chars(
+            field_chars_at_least=candidate.min_chars,
+            term_chars=len(terms[candidate.term]),
+            width=WINDOW_CHARS,
+            lead=WINDOW_LEAD,
+        )
+        cost = len(hit_header(candidate)) + 1 + least + (1 if walked else 0)
+        if used + cost > budget:
+            break
+        used += cost
+        seen.add(key)
+        walked.append(key)
+    terms_by_field: dict[tuple[int, int], list[int]] = {key: [] for key in walked}
+    for candidate in candidates:
+        matched = terms_by_field.get(candidate.field_key)
+        if matched is not None and candidate.term not in matched:
+            matched.append(candidate.term)
+    return [(key, term) for key in walked for term in terms_by_field[key]]
 
 
 def cut_windows(

@@ -63,9 +63,9 @@ STATIC_MEANING_WEIGHT = 0.5
 STATIC_MIN_SIMILARITY = 0.3
 CONFIGURED_MEANING_WEIGHT = 1.0
 CONFIGURED_MIN_SIMILARITY = 0.3
-# A model server's call may outlive the search's deadline by this much (as in semantic.py).
+# A model server's call may outlive the search's deadline by this much.
 CALL_GRACE_SECONDS = 1.0
-# A model error quoted in the note stops here (as in semantic.py).
+# A model error quoted in a note stops here (the lane's and the memory answer's, semantic.py).
 NOTE_ERROR_CHARS = 300
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
@@ -159,7 +159,7 @@ def meaning_hits(
     threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else CONFIGURED_MIN_SIMILARITY
     if not read and not scope.is_global:
         held = vectors.scope_pieces(scope=scope, model=model)
-    if held is not None:
+    if held is not None and vectors.fits(len(held.ids), len(vector)):
         found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
         return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
@@ -173,7 +173,8 @@ def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: fl
         found[hit.message_id] = [hit, 1 / (RRF_K + rank)]
     for rank, hit in enumerate(meaning_hits, 1):
         found.setdefault(hit.message_id, [hit, 0.0])[1] += meaning_weight / (RRF_K + rank)
-    fused = [replace(hit, score=score) for hit, score in found.values()]
+    # Built directly: dataclasses.replace costs ~15 µs a hit, and a search fuses up to 300.
+    fused = [Hit(hit.message_id, hit.chunk_id, score, hit.match) for hit, score in found.values()]
     return sorted(fused, key=lambda hit: (-hit.score, -hit.message_id))
 
 

@@ -16,8 +16,8 @@ operator, never an isolated one) and, among them, the messages hidden now
 statement on the partial index ``message_hidden``). A piece gone since it was kept is left
 out when the lane reads its details (``lane.with_details``).
 
-A scope of more than ``vectors.CACHE_MAX_PIECES`` pieces is not held (None):
-the database ranks it.
+A scope of more than ``GLOBAL_MAX_PIECES`` pieces is not held (None): the
+database ranks it.
 """
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ import numpy as np
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
-from threadmem.search.ranked.vectors import CACHE_MAX_PIECES, ScopePieces
+from threadmem.search.ranked.vectors import ScopePieces
 
+# A global scope ranked in this process at most: an owner's sessions outgrow a thread's 20,000 pieces long before
+# their keyword index or their vectors (at the static model's 256 dimensions, 60,000 pieces are ~60 MB: the
+# vectors' byte cap, vectors.CACHE_MAX_BYTES) stop fitting in a process.
+GLOBAL_MAX_PIECES = 60_000
 # Pieces kept over every thread (two 8-byte integers each: ~32 MB), the least recently used thread dropped first.
 KEPT_MAX_PIECES = 2_000_000
 
@@ -74,7 +78,7 @@ def clear() -> None:
 
 def global_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     """The pieces of ``model`` the global ``scope`` may show now, or None when there are more than
-    ``CACHE_MAX_PIECES``."""
+    ``GLOBAL_MAX_PIECES``."""
     owner = None if scope.operator else scope.user.pk
     vendor = connection.vendor
     with connection.cursor() as cursor:
@@ -83,7 +87,7 @@ def global_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
             sql, params = f"{sql} AND t.owner_id = %s", [model, owner]
         cursor.execute(sql, params)
         progress = {thread_id: (changes, pieces) for thread_id, changes, pieces in cursor.fetchall()}
-        if sum(pieces for _, pieces in progress.values()) > CACHE_MAX_PIECES:
+        if sum(pieces for _, pieces in progress.values()) > GLOBAL_MAX_PIECES:
             return None
         threads = _threads(cursor, vendor, model, progress)
         hidden: list[int] = []
@@ -98,7 +102,7 @@ def global_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
         ids = messages = np.zeros(0, dtype=np.int64)
     if hidden:
         ids = ids[~np.isin(messages, np.asarray(hidden, dtype=np.int64))]
-    if len(ids) > CACHE_MAX_PIECES:
+    if len(ids) > GLOBAL_MAX_PIECES:
         return None
     ids.sort()
     # One key for the owner (or every operator): the keyword index and vectors kept for it follow its pieces.

@@ -34,6 +34,8 @@ from threadmem.search.ranked import warm
 CACHE_MAX_PIECES = 20_000
 # Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).
 CACHE_MAX_BYTES = 64 * 1024 * 1024
+# Pieces looked at per message wanted before every score is sorted (``nearest``).
+CANDIDATES_PER_RESULT = 4
 # Pieces read per statement when a scope's vectors are read first.
 READ_BATCH = 1_000
 
@@ -86,6 +88,12 @@ def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     return ScopePieces(ids=ids, key=(model, sql, tuple(map(str, params))))
 
 
+def fits(pieces: int, width: int) -> bool:
+    """Whether ``pieces`` vectors of ``width`` dimensions fit in the byte cap: a larger scope is ranked by the
+    database, so the cap holds whatever the scope (a configured model's 1,536 dimensions fit ~11,000)."""
+    return pieces * width * np.dtype(FLOAT32).itemsize <= CACHE_MAX_BYTES
+
+
 def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: float) -> list[tuple[int, int, float]]:
     """(message id, its best piece's id, similarity) of the ``k`` messages nearest to ``vector``, best first."""
     query = np.asarray(vector, dtype=FLOAT32)
@@ -95,9 +103,22 @@ def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: floa
     if not len(ids) or norm == 0:
         return []
     scores = np.where(held.live, held.matrix @ (query / norm), -np.inf)
+    # The best pieces first: sorting a global scope's every score cost more than the product itself. A message's
+    # pieces may crowd the candidates, so all are sorted when these run out before ``k`` messages.
+    candidates = min(len(scores), CANDIDATES_PER_RESULT * k)
+    least = np.partition(scores, len(scores) - candidates)[len(scores) - candidates]
+    order = np.flatnonzero(scores >= least)  # every tie of the least kept: the stable sort's first pieces exactly
+    order = order[np.lexsort((order, -scores[order]))]
+    found = _best_messages(held, scores, order, k=k, min_score=min_score)
+    if len(found) < k and len(order) < len(scores) and scores[order[-1]] >= min_score:
+        found = _best_messages(held, scores, np.argsort(-scores, kind="stable"), k=k, min_score=min_score)
+    return found
+
+
+def _best_messages(held: Held, scores: np.ndarray, order: np.ndarray, *, k: int, min_score: float):
     found: list[tuple[int, int, float]] = []
     seen: set[int] = set()
-    for index in np.argsort(-scores, kind="stable"):
+    for index in order:
         score = float(scores[index])
         if score < min_score:
             break
