@@ -404,10 +404,3 @@ connection_created.connect(_watch_replica)
 def _lsn(text: str) -> int:
     high, low = text.split("/")
     return (int(high, 16) << 32) + int(low, 16)
-
-
-def reset() -> None:
-    """Forget every replica's status (tests)."""
-    _statuses.clear()
-    _primary.clear()
-    _libraries.clear()

@@ -86,6 +86,13 @@ class Standby:
         raise AssertionError("the replica did not catch up")
 
 
+def forget_replicas() -> None:
+    """Forget what this process knows of every replica (its status, the primary's positions, its libraries)."""
+    replicas._statuses.clear()
+    replicas._primary.clear()
+    replicas._libraries.clear()
+
+
 def forget_in_lane_threads(alias: str) -> None:
     """Drop ``alias``'s connection from the ranked lane's threads too, which keep one each: another module's
     replica, on another port, is then connected to afresh. One call a thread, held at a barrier until all ran."""
@@ -176,7 +183,7 @@ def replica(standby, settings, monkeypatch) -> Iterator[Standby]:
     settings.DATABASE_ROUTERS = ["threadmem.replicas.ReplicaRouter"]
     settings.THREADMEM_REPLICA_MAX_LAG_SECONDS = 60.0
     monkeypatch.setattr(replicas, "DOWN_SECONDS", 0.5)
-    replicas.reset()
+    forget_replicas()
     if standby.sql("SELECT pg_is_wal_replay_paused()")[0][0]:
         standby.sql("SELECT pg_wal_replay_resume()")
     try:
@@ -185,7 +192,7 @@ def replica(standby, settings, monkeypatch) -> Iterator[Standby]:
         if standby.sql("SELECT pg_is_wal_replay_paused()")[0][0]:
             standby.sql("SELECT pg_wal_replay_resume()")
         connections[ALIAS].close()
-        replicas.reset()
+        forget_replicas()
 
 
 def reads(database: str) -> float:
@@ -326,7 +333,7 @@ def test_a_replica_too_far_behind_is_not_read(replica, settings):
     replica.sql("SELECT pg_wal_replay_pause()")
     append(thread, {"role": "user", "content": "the wombat census is late"})  # not this caller's write
     time.sleep(1.5)
-    replicas.reset()
+    forget_replicas()
     lagging, on_primary = fallbacks("lag"), reads("default")
 
     assert "wombat census" in search(operator, "wombat").text
@@ -335,7 +342,7 @@ def test_a_replica_too_far_behind_is_not_read(replica, settings):
 
     replica.sql("SELECT pg_wal_replay_resume()")
     replica.caught_up()
-    replicas.reset()
+    forget_replicas()
     on_replica = reads(ALIAS)
     assert "wombat census" in search(operator, "wombat").text
     assert reads(ALIAS) - on_replica == 1

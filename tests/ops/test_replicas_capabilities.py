@@ -22,6 +22,7 @@ from tests.ops.test_replicas import (  # noqa: F401  (standby: a fixture)
     ALIAS,
     Standby,
     fallbacks,
+    forget_replicas,
     owner_with_a_note,
     reads,
     search,
@@ -63,7 +64,7 @@ def replica_without(request, standby, installs, settings, monkeypatch) -> Iterat
     standby.bin_dir = installs[request.param]
     try:
         standby.ctl("start")
-        replicas.reset()
+        forget_replicas()
         yield standby
     finally:
         from django.db import connections
@@ -72,14 +73,14 @@ def replica_without(request, standby, installs, settings, monkeypatch) -> Iterat
         standby.ctl("stop")
         standby.bin_dir = original
         standby.ctl("start")
-        replicas.reset()
+        forget_replicas()
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", ALIAS])
 def test_a_replica_without_a_library_answers_nothing_less(replica_without, static_model):
     owner, note = owner_with_a_note("replica:libraries")
     replica_without.caught_up()
-    replicas.reset()
+    forget_replicas()
     failed, on_replica = fallbacks("failed"), reads(ALIAS)
 
     for channel in ("replica:libraries", None):
