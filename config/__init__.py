@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 # One BLAS thread, set before NumPy loads: a search scores its vectors with one matrix-vector product, which
-# threads do not speed up, and OpenBLAS's threads spin while they wait: on a busy two-core host the product of
-# 8,100 vectors took 13 ms instead of 0.35 ms (docs/production.md). An operator's own setting wins.
+# threads do not speed up, while OpenBLAS's waiting threads spin on a busy host (docs/production.md, "CPU").
+# An operator's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from config.celery import app as celery_app

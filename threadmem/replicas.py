@@ -185,11 +185,7 @@ def wrote(caller: Any) -> None:
     """``caller`` has just written: their next reads wait for a replica that replayed it (or use the primary)."""
     if caller is None or not aliases():
         return
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        # The insert position: past the commit record even when commits are asynchronous.
-        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
-        position = _lsn(cursor.fetchone()[0])
-    cache.set(_WRITTEN_KEY.format(caller), position, WRITTEN_SECONDS)
+    cache.set(_WRITTEN_KEY.format(caller), _insert_position(), WRITTEN_SECONDS)
 
 
 def unreachable(name: str) -> None:
@@ -219,11 +215,16 @@ def fence() -> None:
 
 
 def _set_fence() -> None:
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
-        position = _lsn(cursor.fetchone()[0])
+    position = _insert_position()
     if position > (cache.get(_FENCE_KEY) or 0):
         cache.set(_FENCE_KEY, position, WRITTEN_SECONDS)
+
+
+def _insert_position() -> int:
+    """The primary's WAL insert position: past the commit record even when commits are asynchronous."""
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
+        return _lsn(cursor.fetchone()[0])
 
 
 def _again(state: _Read, fn: Callable[[], T]) -> T:

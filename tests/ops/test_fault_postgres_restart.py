@@ -15,10 +15,8 @@ import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -30,6 +28,9 @@ import psycopg
 import pytest
 from django.db import connection
 
+from tests.support.mcp_client import free_port
+from tests.support.postgres_server import as_postgres, scratch_folder
+
 pytestmark = pytest.mark.postgres
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,26 +39,12 @@ CLIENTS, BATCHES, BATCH = 4, 12, 10
 CHANNEL = "fault:restart"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def as_postgres(command: list[str]) -> list[str]:
-    """initdb and pg_ctl refuse to run as root: run them as the postgres user there."""
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[list[str], int]]:
     if connection.vendor != "postgresql" or not BINARIES:
         pytest.skip("needs PostgreSQL's server binaries (initdb, pg_ctl)")
     bin_dir = Path(BINARIES[-1]).parent
-    root = Path(tempfile.mkdtemp(prefix="threadmem-pg-"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
+    root = scratch_folder("threadmem-pg-")
     data, port = root / "data", free_port()
     subprocess.run(
         as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync"]),

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -25,8 +24,9 @@ import psycopg
 import pytest
 from django.db import connection, connections
 
-from tests.ops.test_fault_postgres_restart import as_postgres, free_port
 from tests.support.factories import append, make_thread, make_user, token_client
+from tests.support.mcp_client import free_port
+from tests.support.postgres_server import as_postgres, scratch_folder
 from tests.support.semantic import embedded, listed_ids, semantic_part
 from threadmem import metrics, replicas
 from threadmem.models import ToolCall
@@ -115,10 +115,7 @@ def standby(django_db_setup, django_db_blocker) -> Iterator[Standby]:
         pytest.skip("needs PostgreSQL's server binaries (pg_basebackup, pg_ctl)")
     primary = connection.settings_dict
     bin_dir = Path(BINARIES[-1]).parent
-    root = Path(tempfile.mkdtemp(prefix="threadmem-replica-"))
-    root.chmod(0o755)
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
+    root = scratch_folder("threadmem-replica-")
     data, port = root / "data", free_port()
     host, primary_port = primary.get("HOST") or "127.0.0.1", str(primary.get("PORT") or 5432)
     user = primary.get("USER") or "postgres"

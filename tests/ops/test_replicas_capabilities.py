@@ -12,7 +12,6 @@ replica is passed over, and reads go to the primary.
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from tests.ops.test_replicas import (  # noqa: F401  (standby: a fixture)
     search,
     standby,
 )
+from tests.support.postgres_server import scratch_folder
 from tests.support.semantic import listed_ids, semantic_part
 from threadmem import replicas
 from threadmem.search.hits import Coverage
@@ -39,8 +39,7 @@ pytestmark = pytest.mark.postgres
 def installs(standby) -> Iterator[dict[str, Path]]:  # noqa: F811
     """Copies of the replica's install tree, each without one library: its bin directory, by library."""
     install = standby.bin_dir.parent
-    root = Path(tempfile.mkdtemp(prefix="threadmem-pg-install-"))
-    root.chmod(0o755)
+    root = scratch_folder("threadmem-pg-install-")
     copies = {}
     for library in ("vector", "threadmem_search"):
         copy = root / library / install.name

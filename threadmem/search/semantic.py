@@ -32,10 +32,9 @@ from django.db import DatabaseError, connections
 from threadmem import llm, replicas
 from threadmem.embeddings import choice, static
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import one_line
 from threadmem.search.literal import is_timeout
 from threadmem.search.ranked import RankedText, ranked_results
-from threadmem.search.ranked.lane import NO_MODEL, NOTE_ERROR_CHARS
+from threadmem.search.ranked.lane import NO_MODEL, error_reason
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +86,7 @@ def _lane(*, scope: SearchScope, query: str, terms: list[str], deadline: float) 
         )
         answer = reply.content.strip()
     except llm.LLMError as error:  # the entries still stand
-        note = f"No memory answer for this query ({_reason(error)}); the ranked messages follow."
+        note = f"No memory answer for this query ({error_reason(error)}); the ranked messages follow."
         return RankedText.of(f"{note}\n{text.head}", text.entries, note=text.note, thread_lines=text.thread_lines)
     if not answer:
         return text
@@ -95,11 +94,6 @@ def _lane(*, scope: SearchScope, query: str, terms: list[str], deadline: float) 
         answer = answer[:MEMORY_ANSWER_MAX_CHARS] + "…"
     head = f"{MEMORY_ANSWER_HEAD}\n{answer}\n\n{text.head}"
     return RankedText.of(head, text.entries, note=text.note, thread_lines=text.thread_lines)
-
-
-def _reason(error: llm.LLMError) -> str:
-    reason = one_line(str(error))
-    return reason[:NOTE_ERROR_CHARS] + "…" if len(reason) > NOTE_ERROR_CHARS else reason
 
 
 def _run(scope: SearchScope, query: str, terms: list[str], deadline: float, cancel_at: float | None = None) -> str:
