@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described fuzz clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-secrets fuzz clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -116,6 +116,12 @@ bench-pointer: $(VENV)/.installed-dev .secret_key
 bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py
 	$(PY) bench/identifiers.py
+
+# The secret redactor measured (issue 51): its own corpus, gitleaks' published true positives, bait, the shared
+# real sessions and throughput; no database. A gitleaks checkout elsewhere, one half, the figures as JSON:
+# make bench-secrets SECRETS_ARGS="--gitleaks ~/src/gitleaks --half report --json secrets.json"
+bench-secrets: $(VENV)/.installed-dev
+	$(PY) bench/secrets.py $(SECRETS_ARGS)
 
 # The API fuzz test (tests/api/test_fuzz.py) at length: 300 cases an operation instead of the suite's 12 (minutes).
 fuzz: $(VENV)/.installed-dev

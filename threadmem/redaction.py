@@ -25,7 +25,7 @@ from django.db.models import Count, F, Min
 from django.db.models.functions import Greatest
 
 from threadmem.lib.jsonleaves import string_leaves
-from threadmem.lib.redact import redact, redact_arguments, redact_tool_calls, redactions, screen
+from threadmem.lib.redact import redact, redact_arguments, redact_tool_calls, redactions
 from threadmem.models import Chunk, EmbeddingProgress, Import, Message, Thread, ToolArgument, ToolCall
 from threadmem.store import MessageIn
 
@@ -45,23 +45,15 @@ def text_redacted(text: str) -> str:
 def messages_redact(messages: Iterable[MessageIn]) -> None:
     """Replace the secrets in each parsed message's content and tool-call arguments, in place.
 
-    The batch's texts are screened together first (``lib.redact.screen``): one scan of them all, and nothing
-    more when none may hold a secret. In place, so that a caller comparing what it parsed with what was stored
-    (an import growing a streamed message) compares like with like. ``size`` stays the parsed size: the limit
-    was checked on it.
+    In place, so that a caller comparing what it parsed with what was stored (an import growing a streamed
+    message) compares like with like. ``size`` stays the parsed size: the limit was checked on it.
     """
     if not redaction_on():
         return
-    messages = list(messages)
-    texts = [m.content for m in messages]
-    texts += (value for m in messages for call in m.tool_calls for _, value in string_leaves(call.get("arguments")))
-    among = screen(texts)
-    if not among:
-        return
     for message in messages:
-        message.content = redact(message.content, among)
+        message.content = redact(message.content)
         if message.tool_calls:
-            message.tool_calls = redact_tool_calls(message.tool_calls, among)
+            message.tool_calls = redact_tool_calls(message.tool_calls)
 
 
 # --- cleaning a store written before -----------------------------------------------------------------------------
