@@ -1,14 +1,15 @@
 """Secrets never stored (issue #42): the switch, what an ingest path redacts, and the cleaning of an existing store.
 
 Every write of new text redacts it here first when ``THREADMEM_REDACT_SECRETS`` is on (the default):
-``services.messages_store`` (appends, imports, uploads, capture, agent turns) and the writes beside it (an
-import's boundaries, summaries and grown messages, compaction's summaries, a title taken from a prompt, an
-import's problems). The rules are ``threadmem.lib.redact``'s.
+``services.messages_store`` (appends, imports, uploads, capture, restores, agent turns: content, tool-call
+arguments and tool names) and the writes beside it (an import's boundaries, summaries and grown messages,
+compaction's summaries, every thread title through ``services.thread_create`` and ``thread_update``, an import's
+problems and error, the tool-call log). The rules are ``threadmem.lib.redact``'s.
 
 ``store_redact`` (``manage.py redact_secrets``) applies the same rules to what was stored before: message content
-and tool calls, their tool-argument leaves, thread titles, import problems, and every index derived from them
-(pieces and their vectors are dropped for the embedding pipeline to cut and embed again; the literal indexes
-follow the rows' UPDATEs by themselves).
+and tool calls (arguments and names), their tool-argument leaves (values and tool names), thread titles, import
+problems, the tool-call log, and every index derived from them (pieces and their vectors are dropped for the
+embedding pipeline to cut and embed again; the literal indexes follow the rows' UPDATEs by themselves).
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ from threadmem.store import MessageIn
 
 # Messages read, and changed ones written, per transaction of ``store_redact``.
 BATCH_MESSAGES = 500
+# A placeholder may be longer than the secret it replaces: a title or a tool name is cut to its column after.
+TITLE_MAX_CHARS = Thread._meta.get_field("title").max_length
+TOOL_NAME_MAX_CHARS = ToolArgument._meta.get_field("tool_name").max_length
+
+# The fields ``store_redact`` counts its redactions by (``StoreRedaction.by_field``).
+CONTENT, ARGUMENTS, TOOL_NAMES, TITLES, IMPORTS, LOG = (
+    "message content",
+    "tool-call arguments",
+    "tool names",
+    "thread titles",
+    "import problems",
+    "tool-call log",
+)
 
 
 def redaction_on() -> bool:
@@ -42,8 +56,36 @@ def text_redacted(text: str) -> str:
     return redact(text) if redaction_on() else text
 
 
+def title_redacted(title: str) -> str:
+    """A thread title as it may be stored: redacted, then cut to its column (a placeholder may be the longer)."""
+    return text_redacted(title)[:TITLE_MAX_CHARS]
+
+
+def _names(tool_calls: list[dict[str, Any]]) -> Iterable[str]:
+    return (call["name"] for call in tool_calls if isinstance(call.get("name"), str))
+
+
+def tool_calls_redacted(tool_calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool calls with their arguments' string leaves and their names redacted (ids stay); the same list when none
+    changed.
+
+    A name is a caller's text like any other: a model or a client may name a call with what it read.
+    """
+    calls = redact_tool_calls(tool_calls)
+    named = [_named(call) for call in calls]
+    return named if any(new is not old for new, old in zip(named, calls, strict=True)) else calls
+
+
+def _named(call: dict[str, Any]) -> dict[str, Any]:
+    name = call.get("name")
+    if not isinstance(name, str):
+        return call
+    redacted = redact(name)
+    return call if redacted is name else {**call, "name": redacted[:TOOL_NAME_MAX_CHARS]}
+
+
 def messages_redact(messages: Iterable[MessageIn]) -> None:
-    """Replace the secrets in each parsed message's content and tool-call arguments, in place.
+    """Replace the secrets in each parsed message's content, tool-call arguments and tool names, in place.
 
     In place, so that a caller comparing what it parsed with what was stored (an import growing a streamed
     message) compares like with like. ``size`` stays the parsed size: the limit was checked on it.
@@ -53,7 +95,7 @@ def messages_redact(messages: Iterable[MessageIn]) -> None:
     for message in messages:
         message.content = redact(message.content)
         if message.tool_calls:
-            message.tool_calls = redact_tool_calls(message.tool_calls)
+            message.tool_calls = tool_calls_redacted(message.tool_calls)
 
 
 # --- cleaning a store written before -----------------------------------------------------------------------------
@@ -61,7 +103,8 @@ def messages_redact(messages: Iterable[MessageIn]) -> None:
 
 @dataclass
 class StoreRedaction:
-    """What ``store_redact`` changed (or would change, in a dry run): counts only, never a secret."""
+    """What ``store_redact`` changed (or would change, in a dry run): counts only, never a stored text (neither a
+    secret nor the title, channel or name around it)."""
 
     messages_read: int = 0
     messages_changed: int = 0
@@ -71,7 +114,8 @@ class StoreRedaction:
     imports_changed: int = 0
     logged_calls_changed: int = 0
     by_rule: Counter[str] = field(default_factory=Counter)
-    by_thread: Counter[int] = field(default_factory=Counter)
+    # Redactions per field (CONTENT, ARGUMENTS, TOOL_NAMES, TITLES, IMPORTS, LOG).
+    by_field: Counter[str] = field(default_factory=Counter)
     # The threads whose pieces were dropped: the embedding pipeline embeds them again.
     to_embed: set[int] = field(default_factory=set)
     # The last message id done: ``from_id=last_id + 1`` resumes after it.
@@ -82,14 +126,15 @@ class StoreRedaction:
 class _Changed:
     id: int
     thread_id: int
-    content: str
-    tool_calls: list[dict[str, Any]]
+    # Its content or arguments change, which its pieces are cut from (a tool name is in none of them).
+    pieces: bool
 
 
-def _count(report: StoreRedaction, thread_id: int, texts: Iterable[str]) -> bool:
+def _count(report: StoreRedaction, field_name: str, texts: Iterable[str]) -> bool:
     labels = [r.label for text in texts for r in redactions(text)]
     report.by_rule.update(labels)
-    report.by_thread[thread_id] += len(labels)
+    if labels:
+        report.by_field[field_name] += len(labels)
     return bool(labels)
 
 
@@ -105,8 +150,8 @@ def store_redact(
     batch: int = BATCH_MESSAGES,
     progress: Callable[[StoreRedaction], None] | None = None,
 ) -> StoreRedaction:
-    """Redact every stored message from id ``from_id`` on (of ``owner``'s threads, or all), then titles, imports
-    and the tool-call log.
+    """Redact every stored message from id ``from_id`` on (of ``owner``'s threads, or all): content, tool-call
+    arguments and tool names; then titles, imports and the tool-call log.
 
     Messages go in ascending id, ``batch`` at a time, each batch committed on its own (``progress`` is called
     after each): a run stopped midway resumes with ``from_id=last_id + 1``, and a run over a clean store changes
@@ -124,8 +169,15 @@ def store_redact(
             break
         changed = []
         for message_id, thread_id, content, tool_calls in rows:
-            if _count(report, thread_id, [content, *_argument_texts(tool_calls or [])]):
-                changed.append(_Changed(message_id, thread_id, content, tool_calls or []))
+            calls = tool_calls or []
+            # Each counted on its own (no short cut): the report has every field's redactions.
+            found = [
+                _count(report, CONTENT, [content]),
+                _count(report, ARGUMENTS, _argument_texts(calls)),
+                _count(report, TOOL_NAMES, _names(calls)),
+            ]
+            if any(found):
+                changed.append(_Changed(message_id, thread_id, pieces=found[0] or found[1]))
         report.messages_read += len(rows)
         report.messages_changed += len(changed)
         if changed and dry_run:
@@ -144,9 +196,9 @@ def store_redact(
 def _messages_count(changed: list[_Changed], report: StoreRedaction) -> None:
     """A dry run's count of the leaves and pieces ``_messages_commit`` would change."""
     ids = [c.id for c in changed]
-    values = ToolArgument.objects.filter(message_id__in=ids).values_list("value", flat=True)
-    report.tool_arguments_changed += sum(1 for value in values if redactions(value))
-    report.chunks_dropped += Chunk.objects.filter(message_id__in=ids).count()
+    leaves = ToolArgument.objects.filter(message_id__in=ids).values_list("value", "tool_name")
+    report.tool_arguments_changed += sum(1 for value, name in leaves if redactions(value) or redactions(name))
+    report.chunks_dropped += Chunk.objects.filter(message_id__in=[c.id for c in changed if c.pieces]).count()
 
 
 def _messages_commit(changed: list[_Changed], report: StoreRedaction) -> None:
@@ -156,19 +208,20 @@ def _messages_commit(changed: list[_Changed], report: StoreRedaction) -> None:
         # Locked and read again: an import may have grown one since the batch was read.
         rows = Message.objects.select_for_update().filter(id__in=ids).values_list("id", "content", "tool_calls")
         updates = [
-            Message(id=message_id, content=redact(content), tool_calls=redact_tool_calls(tool_calls or []))
+            Message(id=message_id, content=redact(content), tool_calls=tool_calls_redacted(tool_calls or []))
             for message_id, content, tool_calls in rows
         ]
         Message.objects.bulk_update(updates, ["content", "tool_calls"])
         leaves = []
-        for leaf in ToolArgument.objects.filter(message_id__in=ids).only("id", "value"):
-            value = redact(leaf.value)
-            if value is not leaf.value:
-                leaf.value = value
+        # A leaf repeats its call's tool name (search's ``tool=`` and its tool filter read it there).
+        for leaf in ToolArgument.objects.filter(message_id__in=ids).only("id", "value", "tool_name"):
+            value, name = redact(leaf.value), redact(leaf.tool_name)
+            if value is not leaf.value or name is not leaf.tool_name:
+                leaf.value, leaf.tool_name = value, name[:TOOL_NAME_MAX_CHARS]
                 leaves.append(leaf)
-        ToolArgument.objects.bulk_update(leaves, ["value"])
+        ToolArgument.objects.bulk_update(leaves, ["value", "tool_name"])
         report.tool_arguments_changed += len(leaves)
-        report.chunks_dropped += _drop_pieces(ids, report)
+        report.chunks_dropped += _drop_pieces([c.id for c in changed if c.pieces], report)
         # Every process's ranked-lane caches of these threads (lexicon, spread, vectors) read them again.
         EmbeddingProgress.objects.filter(thread_id__in={c.thread_id for c in changed}).update(changes=F("changes") + 1)
 
@@ -200,10 +253,10 @@ def _titles(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry_run: 
     if owner is not None:
         threads = threads.filter(owner=owner)
     for thread_id, title in threads.values_list("id", "title").iterator():
-        if _count(report, thread_id, [title]):
+        if _count(report, TITLES, [title]):
             report.titles_changed += 1
             if not dry_run:
-                Thread.objects.filter(pk=thread_id).update(title=redact(title))
+                Thread.objects.filter(pk=thread_id).update(title=redact(title)[:TITLE_MAX_CHARS])
 
 
 def _imports(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry_run: bool) -> None:
@@ -213,11 +266,9 @@ def _imports(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry_run:
         imports = imports.filter(owner=owner)
     for record in imports.only("id", "errors", "error").iterator():
         texts = [record.error, *(text for text in record.errors or [] if isinstance(text, str))]
-        labels = [r.label for text in texts for r in redactions(text)]
-        if not labels:
+        if not _count(report, IMPORTS, texts):
             continue
         report.imports_changed += 1
-        report.by_rule.update(labels)
         if not dry_run:
             errors = [redact(text) if isinstance(text, str) else text for text in record.errors or []]
             Import.objects.filter(pk=record.pk).update(errors=errors, error=redact(record.error))
@@ -229,10 +280,8 @@ def _logged_calls(report: StoreRedaction, *, owner: AbstractBaseUser | None, dry
     if owner is not None:
         calls = calls.filter(caller=owner)
     for call_id, arguments in calls.values_list("id", "arguments").iterator():
-        labels = [r.label for _, text in string_leaves(arguments) for r in redactions(text)]
-        if not labels:
+        if not _count(report, LOG, (text for _, text in string_leaves(arguments))):
             continue
         report.logged_calls_changed += 1
-        report.by_rule.update(labels)
         if not dry_run:
             ToolCall.objects.filter(pk=call_id).update(arguments=redact_arguments(arguments))

@@ -24,7 +24,7 @@ from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
 from threadmem.lib.validate import check_text, check_tool_calls, require_keys
 from threadmem.models import Generation, IsolationEvent, Message, Thread
-from threadmem.redaction import messages_redact
+from threadmem.redaction import messages_redact, title_redacted
 from threadmem.store import MessageIn, StoredMessage, analyze_after_bulk_write, store_orm, store_pg
 
 CHANNEL_MAX_CHARS = 255
@@ -197,7 +197,8 @@ def thread_create(
     as the parent's context did at that point.
     """
     channel = _check_channel(channel) if channel is not None else _new_channel()
-    title = check_text(title, name="title", max_chars=TITLE_MAX_CHARS)
+    # Every title is written here or in thread_update (the API, imports, restores): stored redacted, as messages are.
+    title = title_redacted(check_text(title, name="title", max_chars=TITLE_MAX_CHARS))
     number = 1
     parent = None
     if fork_from is not None:
@@ -219,7 +220,7 @@ def thread_create(
 
 
 def thread_update(*, thread: Thread, title: Any) -> Thread:
-    thread.title = check_text(title, name="title", max_chars=TITLE_MAX_CHARS)
+    thread.title = title_redacted(check_text(title, name="title", max_chars=TITLE_MAX_CHARS))
     thread.save(update_fields=["title"])
     return thread
 

@@ -11,6 +11,8 @@ from django.core.management import call_command
 from tests.support.factories import append, append_tool_exchange, make_thread, open_generation
 from tests.support.secrets import (
     AWS_KEY_ID,
+    CLASSIC_REDACTED,
+    CLASSIC_TOKEN,
     DATABASE_URL,
     GITHUB_TOKEN,
     REDACTED_ARGUMENTS,
@@ -21,6 +23,7 @@ from tests.support.secrets import (
 )
 from tests.support.semantic import embedded
 from threadmem.models import Chunk, EmbeddingProgress, Import, Message, Thread, ToolArgument, ToolCall
+from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +73,7 @@ def unredacted_store(owner, settings, fake_openai):
     return thread, call, result
 
 
-def test_a_dry_run_counts_per_rule_and_thread_and_changes_nothing(unredacted_store):
+def test_a_dry_run_counts_per_rule_and_field_and_changes_nothing(unredacted_store):
     before = store_rows()
 
     out = run("--dry-run")
@@ -83,7 +86,14 @@ def test_a_dry_run_counts_per_rule_and_thread_and_changes_nothing(unredacted_sto
     )
     # The title, the call's command, the tool result and the logged query; the summary, the result and the import.
     assert "rule github token: 4 redactions" in out and "rule aws access key: 3 redactions" in out
-    assert "thread cli:leaky: 13 redactions" in out
+    for line in (
+        "field message content: 9 redactions",
+        "field tool-call arguments: 3 redactions",
+        "field thread titles: 1 redactions",
+        "field import problems: 1 redactions",
+        "field tool-call log: 1 redactions",
+    ):
+        assert line in out
     assert not any(secret in out for secret in SECRETS)
 
 
@@ -139,3 +149,64 @@ def test_an_owner_run_leaves_other_owners_threads_alone(unredacted_store, other,
 
     assert Message.objects.get(pk=theirs.pk).content == f"token {GITHUB_TOKEN}"
     assert not Message.objects.filter(thread__owner__username="owner", content__contains=GITHUB_TOKEN).exists()
+
+
+# --- tool names, and what a run prints ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def named_store(owner, settings):
+    """A thread written with redaction off whose channel, title and tool call's name hold a token."""
+    settings.THREADMEM_REDACT_SECRETS = False
+    thread = make_thread(owner, f"cli:{CLASSIC_TOKEN}", title=f"push with {CLASSIC_TOKEN}")
+    call, _ = append_tool_exchange(
+        thread, {"id": "call_1", "name": CLASSIC_TOKEN, "arguments": {"command": "make deploy-zebrafish"}}, "deployed"
+    )
+    settings.THREADMEM_REDACT_SECRETS = True
+    assert ToolArgument.objects.get(message=call).tool_name == CLASSIC_TOKEN
+    return thread, call
+
+
+def test_it_redacts_tool_names_in_tool_calls_and_their_argument_rows_and_a_second_run_changes_nothing(
+    named_store, owner
+):
+    thread, call = named_store
+
+    out = run()
+
+    call.refresh_from_db()
+    assert call.tool_calls == [
+        {"id": "call_1", "name": CLASSIC_REDACTED, "arguments": {"command": "make deploy-zebrafish"}}
+    ]
+    assert ToolArgument.objects.get(message=call).tool_name == CLASSIC_REDACTED
+    assert Thread.objects.get(pk=thread.pk).title == f"push with {CLASSIC_REDACTED}"
+    assert "changed: 1 messages, 1 tool arguments, 0 pieces to embed again, 1 titles" in out
+    # The answer's header names the channel searched, an id that stays as it came.
+    text = search_memory(user=owner, query="deploy-zebrafish", channel=thread.channel).text.replace(thread.channel, "")
+    assert f"tool={CLASSIC_REDACTED}" in text and CLASSIC_TOKEN not in text
+    rows = store_rows()
+
+    assert "changed: 0 messages, 0 tool arguments, 0 pieces to embed again, 0 titles" in run()
+    assert store_rows() == rows
+
+
+def test_a_run_resumed_after_a_tool_call_leaves_its_name_as_it_was(named_store):
+    _, call = named_store
+
+    run("--from-id", str(call.id + 1))
+
+    call.refresh_from_db()
+    assert call.tool_calls[0]["name"] == CLASSIC_TOKEN
+
+
+def test_a_dry_run_prints_counts_by_rule_and_field_and_no_stored_text(named_store):
+    before = store_rows()
+
+    out = run("--dry-run")
+
+    assert store_rows() == before
+    assert "would change: 1 messages, 1 tool arguments, 0 pieces to embed again, 1 titles" in out
+    assert "rule github token: 2 redactions" in out
+    assert "field tool names: 1 redactions" in out and "field thread titles: 1 redactions" in out
+    # Neither the secret nor the title or channel around it: a channel is an id, stored as it came.
+    assert CLASSIC_TOKEN not in out and "push with" not in out and "cli:" not in out

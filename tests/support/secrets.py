@@ -20,6 +20,11 @@ DATABASE_URL = "postgres://app:" + DB_PASSWORD + "@db.internal:5432/orders"
 KEY_LINES = ["MIIEowIBAAKCAQEA" + "q3Zx9Wv2Lp8Rt5Ny" * 3, "Hk7Jm2Nb4Vc6Xz8Q" * 4, "Lw3Er5Ty7Ui9Op1A" * 2 + "sD=="]
 PRIVATE_KEY = "\n".join(["-----BEGIN RSA " + "PRIVATE KEY-----", *KEY_LINES, "-----END RSA " + "PRIVATE KEY-----"])
 
+# A GitHub classic token (ghp_ and 36 letters and digits, made up, mixed enough for a rule with an entropy floor),
+# for the fields around messages: titles, tool names, import problems.
+CLASSIC_TOKEN = "ghp_" + "Zq7Xk2mW9v" + "B4nR8tL1yH" + "6cJ3pD5sF0" + "gA2eUw"
+CLASSIC_REDACTED = "[redacted: github token]"
+
 # What each one becomes, in order of SECRETS.
 SECRETS = {
     AWS_KEY_ID: "[redacted: aws access key]",

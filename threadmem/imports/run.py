@@ -15,6 +15,7 @@ from threadmem import replicas
 from threadmem.errors import DomainError
 from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
 from threadmem.models import Import
+from threadmem.redaction import text_redacted
 
 
 def import_run(*, import_id: int, raise_errors: bool = False) -> None:
@@ -41,7 +42,8 @@ def import_run(*, import_id: int, raise_errors: bool = False) -> None:
             errors=(report.problems + report.notes)[:MAX_REPORTED_PROBLEMS],
         )
     except DomainError as exc:
-        outcome.update(status=Import.Status.FAILED, error=exc.message)
+        # The reason may quote what the upload held (an export's channel), as a problem may.
+        outcome.update(status=Import.Status.FAILED, error=text_redacted(exc.message))
         if raise_errors:
             _finish(record, outcome)
             raise

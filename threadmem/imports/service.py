@@ -78,7 +78,7 @@ class ImportReport:
 
     def note(self, where: str, line: int, text: str) -> None:
         if len(self.notes) < MAX_REPORTED_PROBLEMS:
-            self.notes.append(f"{where}:{line}: {text}")
+            self.notes.append(f"{where}:{line}: {text_redacted(text)}")  # a note quotes what the export named
 
     def channel(self, channel: str) -> None:
         if channel not in self.channels:

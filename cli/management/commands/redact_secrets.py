@@ -1,11 +1,12 @@
 """``manage.py redact_secrets [--owner USER] [--from-id N] [--dry-run]``: clean a store written before redaction.
 
 Applies the ingest rules (``threadmem/lib/redact.py``) to every message stored already, in ascending id, a batch
-per transaction (content, tool calls and their tool-argument leaves, summaries), then to thread titles, import
-problems and the tool-call log's arguments. The pieces of a changed message are dropped and embedded again here
-with the model in force (as ``manage.py embeddings`` does). After each batch it prints the id to resume from with
-``--from-id``; a second run over a clean store changes nothing. ``--dry-run`` prints what would change, per rule
-and per thread, and writes nothing. Secrets are never printed.
+per transaction (content, tool calls' arguments and names and their tool-argument leaves, summaries), then to
+thread titles, import problems and the tool-call log's arguments. The pieces of a changed message are dropped and
+embedded again here with the model in force (as ``manage.py embeddings`` does). After each batch it prints the id
+to resume from with ``--from-id``; a second run over a clean store changes nothing. ``--dry-run`` prints what
+would change, counts per rule and per field, and writes nothing. It prints counts and ids only, never a stored
+text: no secret, and no title, channel or tool name around one.
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem import llm
 from threadmem.embeddings import choice, service
-from threadmem.models import Thread
 from threadmem.redaction import BATCH_MESSAGES, StoreRedaction, store_redact
 
 
 class Command(BaseCommand):
-    help = "Replace the secrets already stored (messages, tool arguments, summaries, titles, derived indexes)."
+    help = (
+        "Replace the secrets already stored (messages, tool arguments and names, summaries, titles, import problems, "
+        "the tool-call log, derived indexes)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--owner", help="only this user's threads")
@@ -56,12 +59,11 @@ class Command(BaseCommand):
             f"{report.chunks_dropped} pieces to embed again, {report.titles_changed} titles, "
             f"{report.imports_changed} imports, {report.logged_calls_changed} logged tool calls"
         )
+        # Rule labels and field names are the code's words: nothing here is read from a stored row.
         for label, count in sorted(report.by_rule.items(), key=lambda item: (-item[1], item[0])):
             self.stdout.write(f"  rule {label}: {count} redactions")
-        channels = dict(Thread.objects.filter(id__in=list(report.by_thread)).values_list("id", "channel"))
-        for thread_id, count in sorted(report.by_thread.items(), key=lambda item: (-item[1], item[0])):
-            if count:
-                self.stdout.write(f"  thread {channels.get(thread_id, thread_id)}: {count} redactions")
+        for name, count in sorted(report.by_field.items(), key=lambda item: (-item[1], item[0])):
+            self.stdout.write(f"  field {name}: {count} redactions")
 
     def _embed(self, thread_ids: list[int]) -> None:
         model = choice.active_model()
