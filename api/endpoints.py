@@ -47,20 +47,26 @@ def one_or_many(component_name: str, serializer: type[Serializer]) -> Polymorphi
 
 
 def thread_endpoint(
-    *, responses: dict[int, Any], parameters: Sequence[OpenApiParameter] = (), **schema: Any
+    *,
+    responses: dict[int, Any],
+    parameters: Sequence[OpenApiParameter] = (),
+    withdrawn: bool = False,
+    **schema: Any,
 ) -> Callable[[ThreadHandler], Callable[..., Response]]:
     """A handler under /threads/{channel}/: it is called with the caller's thread of that channel, not the channel.
 
     Another owner's thread answers 404, as an unknown channel does (``selectors.thread_get_for``), before the
     handler reads anything else. The schema names the channel parameter and those 401 and 404 answers beside
-    ``responses``; ``schema`` is the rest of ``extend_schema``'s arguments.
+    ``responses``; ``schema`` is the rest of ``extend_schema``'s arguments. ``withdrawn``: a thread whose
+    deletion stopped half way is found by the channel it had (for the DELETE that finishes it).
     """
 
     def decorate(handler: ThreadHandler) -> Callable[..., Response]:
         @wraps(handler)
         def with_thread(view: Any, request: Request, channel: str) -> Response:
             owner = request.query_params.get("owner")
-            return handler(view, request, selectors.thread_get_for(user=request.user, channel=channel, owner=owner))
+            thread = selectors.thread_get_for(user=request.user, channel=channel, owner=owner, withdrawn=withdrawn)
+            return handler(view, request, thread)
 
         answers = dict(sorted({**responses, **errors(401, 404, 409)}.items()))
         return extend_schema(parameters=[CHANNEL_PARAMETER, OWNER_PARAMETER, *parameters], responses=answers, **schema)(

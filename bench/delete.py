@@ -1,6 +1,7 @@
-"""Deleting a large thread, and what appends to other threads wait meanwhile.
+"""Deleting a large thread, and what appends to other threads wait meanwhile; a delete right after an append.
 
     .venv/bin/python bench/delete.py [--messages 100000] [--runs 1]
+    .venv/bin/python bench/delete.py --append-then-delete [--runs 20] [--worker]
 
 DATABASE_URL (default postgres://postgres@127.0.0.1:5432/threadmem_bench_delete;
 a sqlite:/// URL measures the embedded default) is created and migrated if
@@ -10,6 +11,15 @@ become leaves), then deletes it through ``erase.thread_delete`` while another
 thread takes one-message appends back to back on a connection of its own.
 It prints the delete's time and the appends' latencies during it (median,
 p99, max; target: max at most 1 s), and removes what it added.
+
+``--append-then-delete``: each run appends ``APPENDED`` messages of ~250
+characters to a new thread through the REST API (three batches, each
+queueing the thread's embedding run with the static model), then DELETEs it
+at once, while that run works. Without ``--worker`` the runs are in this
+process (no broker); with it, CELERY_BROKER_URL names the broker and a
+Celery worker started here embeds. Once the background work is over it
+counts the thread's rows left in every table and its Deletion records
+(target: every answer 2xx, no row left, one record each).
 """
 
 from __future__ import annotations
@@ -17,17 +27,26 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import sys
 import threading
 import time
 
 from database import django_environment
 
-django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_delete", compaction=False, embedding=False)
+# The append-then-delete runs embed (the static model), as a fresh install does; the large delete does not.
+django_environment(
+    "postgres://postgres@127.0.0.1:5432/threadmem_bench_delete",
+    compaction=False,
+    embedding="--append-then-delete" in sys.argv,
+)
 
 from ingest import make_batch  # noqa: E402
 
 APPEND_MAX_SECONDS = 1.0
 BATCH = 1_000
+APPENDED = 300
+APPEND_BATCHES = 3
+TEXT = "the staging rollout of the billing service stalled on migration 0042 while the cache warmed; " * 3
 
 
 def build(owner, channel: str, messages: int):
@@ -79,10 +98,135 @@ def run_once(owner, messages: int, run: int) -> tuple[float, list[float], dict]:
     return seconds, latencies[before : during + 1], record.counts
 
 
+def rows_left(thread_id: int, message_ids: list[int]) -> dict[str, int]:
+    from threadmem.models import (
+        Chunk,
+        Compaction,
+        EmbeddingProgress,
+        Generation,
+        Message,
+        Thread,
+        ToolArgument,
+        ToolCall,
+    )
+
+    counts = {
+        "threads": Thread.objects.filter(pk=thread_id).count(),
+        "messages": Message.objects.filter(thread_id=thread_id).count()
+        + Message.objects.filter(pk__in=message_ids).count(),
+        "chunks": Chunk.objects.filter(message_id__in=message_ids).count(),
+        "tool_arguments": ToolArgument.objects.filter(thread_id=thread_id).count(),
+        "embedding_progress": EmbeddingProgress.objects.filter(thread_id=thread_id).count(),
+        "generations": Generation.objects.filter(thread_id=thread_id).count(),
+        "compactions": Compaction.objects.filter(thread_id=thread_id).count(),
+        "tool_calls": ToolCall.objects.filter(thread_id=thread_id).count(),
+    }
+    return {name: count for name, count in counts.items() if count}
+
+
+def start_worker(log: str):
+    """A Celery worker on every queue, on this database and broker; the static model embeds."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    command = [str(root / ".venv" / "bin" / "celery"), "-A", "config", "worker", "-P", "prefork", "-c", "2"]
+    command += ["-Q", "threadmem,embeddings,compaction,imports", "-l", "info", "--without-gossip", "--without-mingle"]
+    process = subprocess.Popen(
+        command,
+        cwd=root,
+        env=dict(os.environ),
+        stdout=open(log, "w"),  # noqa: SIM115  (the worker's log, open as long as it runs)
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while " ready." not in Path(log).read_text(errors="replace"):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"the worker did not start: see {log}")
+        time.sleep(0.2)
+    return process
+
+
+def background_done(worker: bool) -> None:
+    """Until the embedding runs the appends queued have ended (in this process, or on the worker)."""
+    if not worker:
+        from threadmem.embeddings.tasks import wait_for_background
+
+        wait_for_background(timeout=300)
+        return
+    from config.celery import app
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        with app.connection_for_write() as conn:
+            waiting = sum(
+                conn.default_channel.client.llen(queue) for queue in ("threadmem", "embeddings", "compaction")
+            )
+        active = app.control.inspect(timeout=1.0).active() or {}
+        if not waiting and not any(active.values()):
+            return
+        time.sleep(0.2)
+    raise SystemExit("the worker's runs did not end in 300 s")
+
+
+def append_then_delete(owner, runs: int, worker: bool) -> None:
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    from threadmem.models import Deletion, Message
+
+    token, _ = Token.objects.get_or_create(user=owner)
+    client = APIClient(HTTP_HOST="localhost")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    statuses, clean, recorded, seconds, pieces = [], 0, 0, [], []
+    size = APPENDED // APPEND_BATCHES
+    for run in range(runs):
+        channel = f"bench:append-then-delete:{time.time_ns()}:{run}"
+        assert client.post("/api/v1/threads/", {"channel": channel}, format="json").status_code == 201
+        for start in range(0, APPENDED, size):
+            batch = [{"role": "user", "content": f"{n}: {TEXT[:240]}"} for n in range(start, start + size)]
+            response = client.post(f"/api/v1/threads/{channel}/messages/", batch, format="json")
+            assert response.status_code == 201, response.content
+        from threadmem.models import Thread
+
+        thread_id = Thread.objects.get(owner=owner, channel=channel).pk
+        message_ids = list(Message.objects.filter(thread_id=thread_id).values_list("pk", flat=True))
+        started = time.perf_counter()
+        response = client.delete(f"/api/v1/threads/{channel}/")
+        seconds.append(time.perf_counter() - started)
+        statuses.append(response.status_code)
+        if response.status_code == 200:
+            pieces.append(response.json()["counts"].get("chunks", 0))
+        background_done(worker)
+        left = rows_left(thread_id, message_ids)
+        records = Deletion.objects.filter(channel=channel).count()
+        clean += not left
+        recorded += records == 1
+        if response.status_code >= 300 or left or records != 1:
+            print(
+                f"run {run + 1}: DELETE {response.status_code} {response.content[:200]!r}; "
+                f"left {left}; records {records}"
+            )
+    ordered = sorted(seconds)
+    print(
+        f"{len(statuses)} runs: {sum(200 <= s < 300 for s in statuses)} x 2xx ({sorted(set(statuses))}), "
+        f"{clean} with no row of the thread left, {recorded} with one Deletion record; "
+        f"DELETE median {statistics.median(ordered) * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms; "
+        f"pieces the embedding had stored when deleted: {min(pieces, default=0)} to {max(pieces, default=0)} "
+        f"of ~{APPENDED} (runs with some but not all: {sum(0 < p < APPENDED for p in pieces)})"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument(
+        "--append-then-delete", action="store_true", help="a delete right after an append, --runs times"
+    )
+    parser.add_argument("--worker", action="store_true", help="with --append-then-delete: a Celery worker embeds")
     args = parser.parse_args()
 
     import os
@@ -102,6 +246,24 @@ def main() -> None:
     from django.db import connection
 
     owner, _ = get_user_model().objects.get_or_create(username="bench-delete")
+    if args.append_then_delete:
+        from config.celery import app
+
+        if args.worker and app.conf.task_always_eager:
+            raise SystemExit("--worker needs CELERY_BROKER_URL")
+        if not args.worker:
+            app.conf.task_always_eager = True
+        where = "a Celery worker" if args.worker else "this process"
+        print(f"{connection.vendor}: {APPENDED} messages appended, then the thread deleted at once; {where} embeds")
+        worker = start_worker(f"/tmp/bench-delete-worker-{os.getpid()}.log") if args.worker else None
+        try:
+            append_then_delete(owner, args.runs or 20, args.worker)
+        finally:
+            if worker is not None:
+                os.killpg(worker.pid, 15)
+                worker.wait(timeout=30)
+        return
+    args.runs = args.runs or 1
     print(f"{connection.vendor}: a thread of {args.messages:,} messages deleted while another thread takes appends")
     for run in range(args.runs):
         seconds, latencies, counts = run_once(owner, args.messages, run)

@@ -403,6 +403,13 @@ CELERY_BEAT_SCHEDULE = {
 THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0)
 if THREADMEM_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["retention"] = {"task": "threadmem.erase.retention", "schedule": 3600.0}
+# A thread deletion stopped half way (a process killed, the database gone) is finished this often, whether or not
+# retention is on (threadmem/erase/threads.py).
+THREADMEM_ERASE_SWEEP_SECONDS = 300
+CELERY_BEAT_SCHEDULE["erase-sweep"] = {
+    "task": "threadmem.erase.sweep",
+    "schedule": float(THREADMEM_ERASE_SWEEP_SECONDS),
+}
 # --- Embeddings (threadmem/embeddings/) -------------------------------------------
 # Celery beat queues an embedding run this often for each thread with messages not embedded yet (their
 # tasks never reached a worker: the broker was down, or lost them); a thread whose run made progress

@@ -50,12 +50,31 @@ def channel_holder(*, channel: str, holders: list[tuple[int, int, str]], prefer_
     return holders[0][0]
 
 
-def thread_get_for(*, user: AbstractBaseUser, channel: str, owner: str | None = None) -> Thread:
-    """The caller's thread on ``channel``; an operator may name its ``owner`` (the username)."""
+def thread_get_for(
+    *, user: AbstractBaseUser, channel: str, owner: str | None = None, withdrawn: bool = False
+) -> Thread:
+    """The caller's thread on ``channel``; an operator may name its ``owner`` (the username).
+
+    ``withdrawn``: else the caller's thread that was on ``channel`` when its deletion stopped half way
+    (threadmem/erase/threads.py keeps the channel in its title), for a DELETE that finishes it.
+    """
     if not isinstance(channel, str) or text_problem(channel):
         # No stored channel has a NUL or a lone surrogate, and PostgreSQL refuses both in a query.
         raise NotFound(f"thread {channel!r} not found")
-    return thread_named(channel=channel, owner=owner, user=user)
+    try:
+        return thread_named(channel=channel, owner=owner, user=user)
+    except NotFound:
+        if not withdrawn:
+            raise
+    threads = Thread.objects.select_related("owner").filter(channel__startswith=WITHDRAWN_PREFIX, title=channel)
+    if not is_operator(user):
+        threads = threads.filter(owner=user)
+    elif owner is not None:
+        threads = threads.filter(owner__username=owner)
+    found = threads.order_by("pk").first()
+    if found is None:
+        raise NotFound(f"thread {channel!r} not found")
+    return found
 
 
 def thread_named(*, channel: str, owner: str | None = None, user: AbstractBaseUser | None = None) -> Thread:

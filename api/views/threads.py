@@ -193,14 +193,17 @@ class ThreadDetailView(JSONAPIView):
         description=(
             "The owner deletes its own threads, operators any. Messages, tool-call leaves, pieces and their "
             "indexes, compactions, the thread's tool-call log rows, capture cursors and the server's copies of "
-            "captured files, import records: all go, in one transaction. A thread with forks answers 409 naming "
-            "them unless `forks=delete` deletes them with it. The answer is the deletion's record (no content)."
+            "captured files under every name they were sent, import records: all go. Background work of the thread "
+            "(embedding, compaction, import, capture) stops or lands before, and goes with it. A thread with forks "
+            "answers 409 naming them unless `forks=delete` deletes them with it. A deletion that stopped half way "
+            "(503) is finished by sending DELETE again. The answer is the deletion's record (no content)."
         ),
         parameters=[
             OpenApiParameter("forks", str, enum=["refuse", "delete"], description="what to do with forks (refuse)")
         ],
-        responses={200: DeletionSerializer, **errors(400, 409)},
+        responses={200: DeletionSerializer, **errors(400, 409, 503)},
         tags=["threads"],
+        withdrawn=True,
     )
     def delete(self, request: Request, thread: Thread) -> Response:
         forks = request.query_params.get("forks", "refuse")

@@ -104,3 +104,21 @@ def test_forget_owner_erases_every_row_of_the_owner_and_keeps_the_others(owner, 
     }
     assert Message.objects.filter(thread=theirs).count() == 1 and ToolCall.objects.filter(caller=other).count() == 1
     assert "other-only-words" in search_memory(user=other, query="other-only-words").text
+
+
+def test_a_restored_thread_is_not_idle_for_retention_at_any_limit(owner, owner_api, tmp_path):
+    thread = make_thread(owner, "restored")
+    append(thread, {"role": "user", "content": "from the backup"})
+    long_ago = timezone.now() - timedelta(days=400)
+    Thread.objects.filter(pk=thread.pk).update(created_at=long_ago, last_activity_at=long_ago)
+    response = owner_api.get("/api/v1/threads/restored/export/")
+    export = tmp_path / "restored.jsonl"
+    export.write_bytes(b"".join(response.streaming_content))
+    owner_api.delete("/api/v1/threads/restored/")
+
+    run("import_sessions", "--owner", owner.username, str(export))
+
+    restored = Thread.objects.get(channel="restored")
+    assert restored.created_at < timezone.now() - timedelta(days=399)  # the export's history is kept
+    for days in ("1", "30", "365"):
+        assert "restored" not in run("retention", "--days", days, "--dry-run")

@@ -81,7 +81,7 @@ def snapshot(owner) -> dict[str, dict]:
                 thread.source_session_id,
                 thread.source_cwd,
                 thread.created_at,
-                thread.last_activity_at,
+                # not last_activity_at: a restore is activity (retention counts from it)
                 thread.isolated,
                 thread.current_generation,
                 thread.parent.channel if thread.parent else None,

@@ -9,6 +9,12 @@ are idempotent: two runs over the same messages store each piece once
 (``chunk_unique_part``), so a redelivered task or an overlapping backfill
 costs model calls, never duplicates.
 
+A thread being deleted (threadmem/erase/threads.py) stops a run: its
+progress row goes when the thread is withdrawn, and each batch stores its
+pieces under that row's lock, so a batch lands wholly before the withdrawal
+(and its pieces go with the thread) or finds the row gone and stores
+nothing. A run never creates the row for a withdrawn thread.
+
 Only messages search may ever show are embedded (kind ``message``,
 ``model_visible``); summaries and machine events are skipped for good.
 Isolation and supersession can change later and are applied when searching.
@@ -32,7 +38,7 @@ from threadmem.backlogs import threads_to_embed
 from threadmem.embeddings import choice
 from threadmem.embeddings.chunks import message_pieces
 from threadmem.fields import pgvector_in_use
-from threadmem.models import Chunk, EmbeddingProgress, Message, ToolArgument
+from threadmem.models import WITHDRAWN_PREFIX, Chunk, EmbeddingProgress, Message, Thread, ToolArgument
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +53,10 @@ VECTOR_INDEX_MAX_DIMENSIONS = 2_000
 HALFVEC_INDEX_MAX_DIMENSIONS = 4_000
 # How much of an error an EmbeddingProgress row keeps.
 ERROR_MAX_CHARS = 2_000
+
+
+class _ThreadDeleted(Exception):
+    """The thread was withdrawn for deletion while the run worked: it stops, storing nothing more."""
 
 
 @dataclass(frozen=True)
@@ -129,9 +139,11 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     model = model or choice.active_model()
     if not model:
         raise llm.LLMNotConfigured("no embedding model is configured: set THREADMEM_EMBEDDING_MODEL")
-    progress, _ = EmbeddingProgress.objects.get_or_create(thread_id=thread_id, model=model)
-    after = progress.embedded_seq
+    progress = _progress(thread_id=thread_id, model=model)
     messages_read = chunks_stored = 0
+    if progress is None:  # deleted, or being deleted
+        return EmbedOutcome(thread_id=thread_id, model=model, embedded_seq=0, messages=0, chunks=0)
+    after = progress.embedded_seq
     try:
         while True:
             batch, through_seq, read, read_as = _next_batch(thread_id=thread_id, model=model, after=after)
@@ -143,6 +155,10 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
             chunks_stored += stored
             messages_read += read
             after = through_seq
+    except _ThreadDeleted:
+        return EmbedOutcome(
+            thread_id=thread_id, model=model, embedded_seq=after, messages=messages_read, chunks=chunks_stored
+        )
     except llm.LLMError as error:
         _record_failure(progress, error)
         raise
@@ -151,6 +167,25 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     return EmbedOutcome(
         thread_id=thread_id, model=model, embedded_seq=after, messages=messages_read, chunks=chunks_stored
     )
+
+
+def _progress(*, thread_id: int, model: str) -> EmbeddingProgress | None:
+    """The thread's progress row for ``model``, created if missing; None for a thread gone or being deleted.
+
+    Read under the thread's row lock, which withdrawing a thread holds: a row created here either exists when
+    the thread is withdrawn (and goes then) or is never created.
+    """
+    with transaction.atomic():
+        live = (
+            Thread.objects.select_for_update()
+            .filter(pk=thread_id)
+            .exclude(channel__startswith=WITHDRAWN_PREFIX)
+            .values_list("pk", flat=True)
+        )
+        if live.first() is None:
+            return None
+        progress, _ = EmbeddingProgress.objects.get_or_create(thread_id=thread_id, model=model)
+        return progress
 
 
 # What a message was when its pieces were cut: seq, characters of content, tool calls.
@@ -238,6 +273,11 @@ def _store(
         ensure_hnsw_index(size)
     with transaction.atomic():
         grown = _grown_since_read(read_as) if batch else None
+        # The progress row's lock after the messages' (the order a deletion and an erasure take them in): a
+        # thread withdrawn for deletion has none, and this batch stores nothing.
+        held = EmbeddingProgress.objects.select_for_update().filter(pk=progress.pk).values_list("pk", flat=True)
+        if held.first() is None:
+            raise _ThreadDeleted
         if grown is not None:
             through_seq = grown - 1
             batch = [chunk for chunk in batch if read_as[chunk.message_id][0] < grown]

@@ -62,6 +62,8 @@ def owner_forget(*, owner: AbstractBaseUser, actor_name: str = "forget_owner", d
         counts["sessions"] = _delete_sessions(owner)
         Deletion.objects.filter(actor=owner).update(actor=None, actor_name=anonymous)
         Deletion.objects.filter(owner_name=owner.get_username()).update(owner_name=anonymous)
+        # Named before the account goes: deleting it clears the instance's pk.
+        captures = Path(settings.THREADMEM_IMPORT_DIR) / "captures" / str(owner.pk)
         owner.delete()
         erasure.counts = counts
         deletion_record(
@@ -72,7 +74,6 @@ def owner_forget(*, owner: AbstractBaseUser, actor_name: str = "forget_owner", d
             surface="cli",
             actor_name=actor_name,
         )
-        captures = Path(settings.THREADMEM_IMPORT_DIR) / "captures" / str(owner.pk)
         transaction.on_commit(partial(shutil.rmtree, captures, ignore_errors=True))
         transaction.on_commit(forget_kept)
     return erasure

@@ -3,7 +3,9 @@
 A thread goes with its forks, and only once every one of them is idle past
 the limit: an active fork keeps its ancestry. The periodic task
 (``threadmem.erase.retention``, Celery beat) and ``manage.py retention``
-run the same selection.
+run the same selection. Deletions that stopped half way are finished by
+every run, whatever the limit; the sweep task finishes them whether or not
+retention is on.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from threadmem.erase.threads import family, finish_withdrawn, thread_delete
+from threadmem.erase.threads import family, finish_withdrawn, thread_delete, withdrawn_stale
 from threadmem.errors import DomainError
 from threadmem.models import WITHDRAWN_PREFIX, Deletion, Thread
 
@@ -33,15 +35,19 @@ def retention_due(*, days: int, now=None) -> list[list[Thread]]:
     return due
 
 
+def unfinished_deletions() -> list[Thread]:
+    """Withdrawn threads whose deletion stopped half way: the next run (or the sweep) finishes them."""
+    return withdrawn_stale()
+
+
 def retention_run(*, days: int | None = None, now=None) -> list[Deletion]:
     """Delete what retention lets go; answer the deletions' records."""
-    finish_withdrawn()  # what a stopped deletion left behind goes first, whatever the limit
+    records = finish_withdrawn(surface="retention")  # what a stopped deletion left goes first, whatever the limit
     days = settings.THREADMEM_RETENTION_DAYS if days is None else days
     if not days:
-        return []
+        return records
     now = now or timezone.now()
     cutoff = now - timedelta(days=days)
-    records = []
     for members in retention_due(days=days, now=now):
         try:
             records.append(

@@ -1,12 +1,19 @@
-"""The retention task, run by Celery beat when THREADMEM_RETENTION_DAYS is set."""
+"""The periodic tasks of erasure: retention (when THREADMEM_RETENTION_DAYS is set) and the sweep (always)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
 from threadmem.erase.retention import retention_run
+from threadmem.erase.threads import finish_withdrawn
 
 
 @shared_task(name="threadmem.erase.retention", ignore_result=True)
 def retention() -> int:
     return len(retention_run())
+
+
+@shared_task(name="threadmem.erase.sweep", ignore_result=True)
+def erase_sweep() -> int:
+    """Celery beat: finish the thread deletions that stopped half way; answer how many."""
+    return len(finish_withdrawn())

@@ -44,7 +44,8 @@ BATCH_SIZE = 500
 GENERATION_STATES = tuple(Generation.State.values)
 MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "session_id", "model_visible", "source_id")
 ORIGIN_MAX_CHARS = 32
-THREAD_TIMES = ("created_at", "last_activity_at")
+# The export's last_activity_at is not restored: a restore is activity, so retention counts from it (docs/erase.md).
+THREAD_TIMES = ("created_at",)
 
 
 @dataclass

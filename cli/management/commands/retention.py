@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem.erase.retention import retention_due, retention_run
+from threadmem.erase.retention import retention_due, retention_run, unfinished_deletions
 
 
 class Command(BaseCommand):
@@ -26,6 +26,15 @@ class Command(BaseCommand):
         if days is None or days <= 0:
             raise CommandError("retention is off: set THREADMEM_RETENTION_DAYS or pass --days N (N >= 1)")
         if dry_run:
+            # Deletions that stopped half way go first at every run, whatever the limit.
+            unfinished = unfinished_deletions()
+            for thread in unfinished:
+                self.stdout.write(
+                    f"{thread.title}\t{thread.owner.get_username()}\tdeletion unfinished since "
+                    f"{thread.last_activity_at:%Y-%m-%d %H:%M}"
+                )
+            if unfinished:
+                self.stdout.write(f"{len(unfinished)} thread(s) whose deletion stopped would be finished")
             due = retention_due(days=days)
             for members in due:
                 root = members[0]
