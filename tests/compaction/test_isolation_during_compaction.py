@@ -40,7 +40,7 @@ def test_a_message_isolated_while_the_model_writes_is_not_in_the_committed_summa
 ):
     thread = make_thread(owner, "isolate:during")
     secret, _ = append(
-        thread, {"role": "user", "content": f"the password is {SECRET}"}, {"role": "user", "content": "deploy it"}
+        thread, {"role": "user", "content": f"the door code is {SECRET}"}, {"role": "user", "content": "deploy it"}
     )
     isolated: list[Message] = []
 
@@ -68,7 +68,7 @@ def test_a_message_isolated_while_the_model_writes_is_not_in_the_committed_summa
 @pytest.mark.django_db(transaction=True)
 def test_isolating_through_the_api_during_a_running_compaction_leaves_no_quote(workers, owner, admin, fake, idle_after):
     thread = make_thread(owner, "isolate:worker")
-    (secret,) = append(thread, {"role": "user", "content": f"the password is {SECRET}"})
+    (secret,) = append(thread, {"role": "user", "content": f"the door code is {SECRET}"})
     deploy_conversation(thread)
     fake.default_chat = quoting
     gate = fake.push_chat(nine_sections(s6=f"the user gave {SECRET}"), hold=True)

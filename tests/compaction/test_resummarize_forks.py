@@ -39,7 +39,7 @@ def parent(thread) -> list[Message]:
     return append(
         thread,
         {"role": "user", "content": "set up the box"},
-        {"role": "user", "content": f"the password is {SECRET}"},
+        {"role": "user", "content": f"the door code is {SECRET}"},
         {"role": "assistant", "content": "noted"},
     )
 

@@ -35,7 +35,7 @@ def test_isolating_a_summarized_message_rewrites_the_summary_without_it(
     thread, admin, no_model, django_capture_on_commit_callbacks
 ):
     secret, _ = append(
-        thread, {"role": "user", "content": f"the password is {SECRET}"}, {"role": "user", "content": "deploy it"}
+        thread, {"role": "user", "content": f"the door code is {SECRET}"}, {"role": "user", "content": "deploy it"}
     )
     compaction_run_now(thread=thread)
     old = Generation.objects.get(thread=thread, number=1).summary_message
@@ -58,7 +58,7 @@ def test_isolating_a_summarized_message_rewrites_the_summary_without_it(
 def test_later_compacted_generations_are_summarized_again_in_order(
     thread, admin, no_model, django_capture_on_commit_callbacks
 ):
-    (secret,) = append(thread, {"role": "user", "content": f"the password is {SECRET}"})
+    (secret,) = append(thread, {"role": "user", "content": f"the door code is {SECRET}"})
     compaction_run_now(thread=thread)
     append(Thread.objects.get(pk=thread.pk), {"role": "user", "content": "now roll back"})
     compaction_run_now(thread=Thread.objects.get(pk=thread.pk))
@@ -78,7 +78,7 @@ def test_later_compacted_generations_are_summarized_again_in_order(
 def test_isolating_a_message_of_the_current_generation_asks_for_no_summary(
     thread, admin, no_model, django_capture_on_commit_callbacks
 ):
-    (message,) = append(thread, {"role": "user", "content": f"the password is {SECRET}"})
+    (message,) = append(thread, {"role": "user", "content": f"the door code is {SECRET}"})
     with django_capture_on_commit_callbacks(execute=True):
         services.message_set_isolated(message=message, isolated=True, actor=admin)
     assert not Compaction.objects.filter(thread=thread).exists()

@@ -70,7 +70,7 @@ def test_a_fork_of_a_fork_starts_as_its_parents_context_did(owner, thread):
 def test_an_owner_lists_a_summary_an_isolation_superseded_without_its_content(
     owner_api, operator_api, admin, thread, no_model, django_capture_on_commit_callbacks
 ):
-    (secret,) = append(thread, {"role": "user", "content": f"the password is {SECRET}"})
+    (secret,) = append(thread, {"role": "user", "content": f"the door code is {SECRET}"})
     compaction_run_now(thread=thread)
     with django_capture_on_commit_callbacks(execute=True):
         services.message_set_isolated(message=secret, isolated=True, actor=admin)

@@ -16,6 +16,7 @@ near its keywords' hits, so text holding none costs that scan alone and no rule'
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Any
 
@@ -53,6 +54,7 @@ def _automaton() -> tuple[AhoCorasick, list[tuple[Detector, ...]], tuple[Detecto
 
 
 _AUTOMATON, _RULES_OF_KEYWORD, _GATED = _automaton()
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _GENERIC = frozenset({"secret", "password", "token", "cookie"})
 _PLACEHOLDER_START = PLACEHOLDER[: PLACEHOLDER.index("{")]
 
@@ -68,7 +70,12 @@ def redactions(text: str) -> list[Redaction]:
         return []
     hits_of: dict[int, list[tuple[int, int]]] = {}
     rules: dict[int, Detector] = {}
-    for index, start, end in _AUTOMATON.find_matches_as_indexes(text, overlapping=True):
+    try:
+        found_keywords = _AUTOMATON.find_matches_as_indexes(text, overlapping=True)
+    except UnicodeEncodeError:
+        # A lone surrogate (which no UTF-8 holds) stood for by U+FFFD: one character for one, same offsets.
+        found_keywords = _AUTOMATON.find_matches_as_indexes(_SURROGATE.sub("\ufffd", text), overlapping=True)
+    for index, start, end in found_keywords:
         for rule in _RULES_OF_KEYWORD[index]:
             key = id(rule)
             if key not in hits_of:

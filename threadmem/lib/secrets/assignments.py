@@ -33,7 +33,7 @@ _PASSWORD_PARTS = frozenset({"pass", "pwd", "pw", "passwd", "password", "passphr
 _SECRET_NAME = re.compile(
     r"secret|token(?!s\b|iz|s?_?(?:count|type|limit|usage|len))|api_?-?key|access_?-?key|private_?-?key|"
     r"(?:master|signing|encryption|license|account|app|auth|client|session|service|shared|sas|webhook)_?-?key|"
-    r"credential|creds|^_?auth$|authorization|^x-auth|apikey|(?:^|[_.-])key$|[a-z]Key$|KEY$",
+    r"credential|creds|(?:^|[_.-])auth$|[a-z]Auth$|authorization|^x-auth|apikey|(?:^|[_.-])key$|[a-z]Key$|KEY$",
     re.IGNORECASE,
 )
 # A part of the name that says the value is not a secret: an identifier, a pointer, a count, a setting.
@@ -63,7 +63,6 @@ _NOT_SECRET_PARTS = frozenset(
         "digest",
         "checksum",
         "etag",
-        "commit",
         "sha",
         "id",
         "ids",
@@ -94,7 +93,6 @@ _NOT_SECRET_PARTS = frozenset(
         "index",
         "map",
         "prefix",
-        "ref",
         "version",
         "hint",
         "store",
@@ -183,6 +181,9 @@ def _kind(name: str) -> str | None:
         return None
     if any(part in _PASSWORD_PARTS for part in parts) or _PASSWORD_NAMES.search(name):
         return "password"
+    if "".join(parts) in _VENDOR_NAMES or (len(parts) == 2 and parts[0] in _VENDOR_NAMES and parts[1] == "login"):
+        # A vendor's name alone names its key in a config (``cloudflare: "…"``, ``SONAR_LOGIN=…``), as gitleaks does.
+        return "secret"
     if parts == ["key"]:
         # A bare "key" names ids as often as secrets (a dict's, a cache's, an object's): a hex or UUID value stays.
         return "key"
@@ -191,9 +192,8 @@ def _kind(name: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)
 def _is_secret(kind: str, value: str) -> bool:
-    """The value's shape decides (cached: a long tool output repeats its keys and values)."""
+    """The value's shape decides (never cached: a cache would keep the secrets it saw)."""
     if kind == "password":
         return shapes.is_password(value)
     if kind == "key" and shapes.is_id(value):
@@ -201,6 +201,48 @@ def _is_secret(kind: str, value: str) -> bool:
     return shapes.is_token(value)
 
 
+_VENDOR_NAMES = frozenset(
+    [
+        "cloudflare",
+        "datadog",
+        "sourcegraph",
+        "artifactory",
+        "jfrog",
+        "sonar",
+        "sonarqube",
+        "heroku",
+        "snyk",
+        "sendgrid",
+        "mailgun",
+        "mailchimp",
+        "twilio",
+        "openai",
+        "anthropic",
+        "huggingface",
+        "sentry",
+        "okta",
+        "algolia",
+        "contentful",
+        "netlify",
+        "vercel",
+        "digitalocean",
+        "shopify",
+        "doppler",
+        "pulumi",
+        "linear",
+        "notion",
+        "postman",
+        "planetscale",
+        "supabase",
+        "mapbox",
+        "dynatrace",
+        "newrelic",
+        "pagerduty",
+        "circleci",
+        "travis",
+        "codecov",
+    ]
+)
 _PROSE_NAMES = frozenset({"token", "key", "secret", "password", "apikey"})
 
 
@@ -213,7 +255,7 @@ class Assignment:
     """``<name> <operator> <value>`` where the name says secret and the value looks like one."""
 
     label: str = "secret"
-    keywords: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "auth", "cred")
+    keywords: tuple[str, ...] = ("pass", "pwd", "secret", "token", "key", "auth", "cred", *sorted(_VENDOR_NAMES))
     folded: bool = True
     before: int = _IDENTIFIER_MAX
     after: int = _IDENTIFIER_MAX
@@ -337,7 +379,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "password",
-        re.compile(r"""(?<![\w-])(?:-u|--user)(?:\s+|=)(['"]?)\{?[^\s:'"{}]{0,100}\}?\1:['"]?\{?([^\s'"{}]{1,200})"""),
+        re.compile(r"""(?<![\w-])(?:-u|--user)(?:\s+|=)(['"]?)\{?[^\s:'"{}]{0,100}\}?\1?:['"]?\{?([^\s'"{}]{1,200})"""),
         ("-u", "--user"),
         span=checked(group(2), _password),
         after=320,

@@ -1,7 +1,7 @@
 """What a value looks like: a secret, or a word, a path, a reference, a placeholder, an identifier.
 
 A value assigned to a secret-named key (``password = …``) is a secret only by its shape: the name alone also
-holds ``None``, ``os.environ["API_KEY"]``, ``${DB_PASSWORD}``, ``<token>`` and ``changeme``, and a test, a form
+holds ``None``, ``process.env.API_KEY``, ``${DB_PASSWORD}``, ``<token>`` and ``changeme``, and a test, a form
 label or a translation is named ``password`` too. These predicates decide it; every rule that reads a value
 assigned to a name asks them.
 """

@@ -446,7 +446,7 @@ RULES: tuple[Rule, ...] = (
     vendor(
         "slack webhook",
         "hooks.slack.com",
-        r"https?://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{30,120}",
+        r"(?:https?://)?hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9+/_-]{30,120}",
         "https://api.slack.com/messaging/webhooks",
         before=8,
     ),
@@ -533,6 +533,7 @@ RULES: tuple[Rule, ...] = (
         "AAAAAAAAAAAAAAAAAAAA",
         r"\bA{20,24}[A-Za-z0-9%]{50,200}",
         "https://developer.x.com/en/docs/authentication/oauth-2-0/bearer-tokens",
+        span=checked(whole, _random),
     ),
     vendor(
         "mapbox secret token",
