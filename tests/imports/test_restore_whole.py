@@ -92,13 +92,26 @@ def test_an_export_with_a_bad_line_is_refused_whole_and_says_which_line(owner_ap
     )
 
 
-def test_the_command_refuses_an_export_with_an_oversized_line_and_restores_the_others(
-    owner, tmp_path: Path, settings, capsys
+def test_a_refused_export_imported_in_a_task_reads_failed_with_its_bad_lines(
+    owner_api, settings, django_capture_on_commit_callbacks
 ):
-    settings.THREADMEM_MAX_MESSAGE_BYTES = 64 * 1024
+    settings.THREADMEM_IMPORT_INLINE_BYTES = 100
+    before = row_counts()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(owner_api, export(good(1), message(1, "again"), good(3)))
+    assert response.status_code == 202, response.content
+    record = owner_api.get(f"/api/v1/imports/{response.json()['id']}/").json()
+    assert (record["status"], record["messages_imported"]) == ("failed", 0)
+    assert "nothing restored" in record["error"] and "line 4: seq 1 does not follow seq 1" in record["error"]
+    assert record["errors"] == ["upload:backup.jsonl:4: seq 1 does not follow seq 1"]
+    assert row_counts() == before
+
+
+def test_the_command_refuses_an_export_with_an_oversized_line_and_restores_the_others(owner, tmp_path: Path, capsys):
     folder = tmp_path / "backup"
     folder.mkdir()
-    (folder / "big.jsonl").write_bytes(body(export(good(1), message(2, "x" * (65 * 1024)), good(3))))
+    # Past THREADMEM_MAX_MESSAGE_BYTES (2 MiB): the probe's 50 MB line, smaller.
+    (folder / "big.jsonl").write_bytes(body(export(good(1), message(2, "x" * (3 * 1024 * 1024)), good(3))))
     (folder / "fine.jsonl").write_bytes(body(export(good(1), channel="ops:fine")))
     with pytest.raises(CommandError, match=r"refused 1 export\(s\) whole: nothing of them was restored"):
         call_command("import_sessions", "--owner", "owner", str(folder))
