@@ -17,7 +17,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_bool, env_float, env_int, env_str
+from config.env import env_bool, env_float, env_int, env_rate_or_off, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "mcp_server.apps.MCPConfig",
     # The authorization server hosted MCP clients connect through (oauth/).
     "oauth2_provider",
+    "oauth.apps.OAuthConfig",
 ]
 
 MIDDLEWARE = [
@@ -330,8 +331,10 @@ if THREADMEM_PUBLIC_URL and (
     )
 # The origin clients see is the one whose forms (the console, the admin) Django's CSRF check must trust.
 CSRF_TRUSTED_ORIGINS = [THREADMEM_PUBLIC_URL] if THREADMEM_PUBLIC_URL else []
-# Dynamic client registration (RFC 7591) open to any client; false: an operator registers clients in the admin.
-THREADMEM_OAUTH_REGISTRATION = env_bool("THREADMEM_OAUTH_REGISTRATION", True)
+# Dynamic client registration (RFC 7591) open to any client, at most this many registrations per client address
+# (an IPv6 /64; the next answers 429); false: an operator registers clients in the admin.
+THREADMEM_OAUTH_REGISTRATION_RATE = env_rate_or_off("THREADMEM_OAUTH_REGISTRATION", "30/hour")
+THREADMEM_OAUTH_REGISTRATION = THREADMEM_OAUTH_REGISTRATION_RATE is not None
 # Token lifetimes (docs/mcp.md): an access token an hour, a refresh token 30 days, each use replacing it.
 THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS = 3600
 THREADMEM_OAUTH_REFRESH_TOKEN_DAYS = 30
@@ -400,7 +403,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 # --- Retention (threadmem/erase/retention.py) ------------------------------------
 # Threads idle for longer than this many days are deleted, hourly, with their forks; 0 (the default) keeps them all.
-THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0)
+# At most a hundred years (also for `retention --days`): a cutoff before year 1 is past what a datetime holds.
+THREADMEM_RETENTION_MAX_DAYS = 36_500
+THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0, maximum=THREADMEM_RETENTION_MAX_DAYS)
 if THREADMEM_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["retention"] = {"task": "threadmem.erase.retention", "schedule": 3600.0}
 # A thread deletion stopped half way (a process killed, the database gone) is finished this often, whether or not

@@ -28,9 +28,9 @@ urlpatterns = [
         views.ProtectedResourceMetadataView.as_view(),
         name="oauth-resource-metadata-path",
     ),
-    path("oauth/authorize/", views.ConsentView.as_view(), name="authorize"),
-    path("oauth/token/", library.TokenView.as_view(), name="token"),
-    path("oauth/revoke/", library.RevokeTokenView.as_view(), name="revoke-token"),
+    path("oauth/authorize/", views.storable_parameters(views.ConsentView.as_view()), name="authorize"),
+    path("oauth/token/", views.storable_parameters(library.TokenView.as_view()), name="token"),
+    path("oauth/revoke/", views.storable_parameters(library.RevokeTokenView.as_view()), name="revoke-token"),
     path("oauth/register/", views.RegistrationView.as_view(), name="dcr-register"),
     path("oauth/register/<str:client_id>/", views.RegistrationManagementView.as_view(), name="dcr-register-management"),
 ]

@@ -8,6 +8,9 @@ authorization server of the MCP endpoint; the authorization-server metadata
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -25,7 +28,9 @@ from oauth2_provider.views import (
 )
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from oauth.registration import UNUSED_CLIENTS_MAX, RegistrationThrottle, room_for_a_client
 from oauth.resource import MCP_PATH, RESOURCE_METADATA_PATH, base_url_of, mcp_resource, same_resource
+from threadmem.lib.storable import text_problem
 from threadmem.selectors import is_operator
 
 REGISTRATION_OFF = (
@@ -36,6 +41,8 @@ LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
 # Hosted clients ask for the authorization code grant (with refresh tokens); nothing else is issued here.
 GRANT_TYPES = {"authorization_code", "refresh_token"}
 MAX_REGISTRATION_BYTES = 16 * 1024
+# C0, DEL and C1: nothing a client name, a URI or any other metadata needs.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _error(error: str, description: str, status: int = 400) -> JsonResponse:
@@ -61,6 +68,22 @@ class ProtectedResourceMetadataView(OAuthProtectedResourceMetadataView):
 
     def get_resource_name(self) -> str:
         return "threadmem memory"
+
+
+def storable_parameters(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """``view`` behind a 400 for a query or form parameter holding NUL: the library looks codes and clients up
+    by them, and PostgreSQL refuses such a query with an error (a 500), where no code or client could match."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        for name, values in [*request.GET.lists(), *request.POST.lists()]:
+            for text in (name, *values):
+                problem = text_problem(text)
+                if problem:
+                    return _error("invalid_request", f"the parameter {name!r} {problem}")
+        return view(request, *args, **kwargs)
+
+    return checked
 
 
 def _refusal(error: str, description: str, credentials: dict[str, Any]) -> OAuthToolkitError:
@@ -122,6 +145,19 @@ class RegistrationView(DynamicClientRegistrationView):
         return super().dispatch(request, *args, **kwargs)
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        # Every attempt counts, a refused one too: probing the checks costs the same as registering.
+        throttle = RegistrationThrottle()
+        if not throttle.allow_request(request, self):
+            return _too_many(
+                "too many registrations from this address: try again later (THREADMEM_OAUTH_REGISTRATION)",
+                throttle.retry_after(),
+            )
+        wait = room_for_a_client()
+        if wait:
+            return _too_many(
+                f"{UNUSED_CLIENTS_MAX} registered clients have never been used: try again once the oldest expires",
+                wait,
+            )
         return _body_problem(request.body) or super().post(request, *args, **kwargs)
 
 
@@ -132,6 +168,9 @@ class RegistrationManagementView(DynamicClientRegistrationManagementView):
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not settings.THREADMEM_OAUTH_REGISTRATION:
             return _error("not_found", REGISTRATION_OFF, status=404)
+        if _text_problem(kwargs.get("client_id", "")):
+            # No client_id holds one, and the lookup would hand PostgreSQL a NUL.
+            return _error("invalid_token", "Token does not match client_id", status=401)
         refused = _body_problem(request.body) if request.method == "PUT" else None
         return refused or super().dispatch(request, *args, **kwargs)
 
@@ -149,6 +188,9 @@ def _body_problem(body: bytes) -> JsonResponse | None:
 
 def _metadata_problem(data: dict[str, Any]) -> JsonResponse | None:
     """The 400 that client metadata earns before the library sees it, or None."""
+    text = _metadata_text_problem(data)
+    if text:
+        return _error("invalid_redirect_uri" if text.startswith("redirect_uris") else "invalid_client_metadata", text)
     redirect_uris = data.get("redirect_uris")
     if isinstance(redirect_uris, list):
         for uri in redirect_uris:
@@ -163,6 +205,41 @@ def _metadata_problem(data: dict[str, Any]) -> JsonResponse | None:
     if isinstance(response_types, list) and response_types != ["code"]:
         return _error("invalid_client_metadata", 'response_types must be ["code"]')
     return None
+
+
+def _text_problem(value: str) -> str:
+    """Why ``value`` may not be client metadata ('' when it may): no database holds NUL or a lone surrogate, and a
+    control character in a name or a URI only serves to mislead the owner reading the consent page."""
+    problem = text_problem(value)
+    if problem:
+        return problem
+    return "holds a control character" if CONTROL_CHARACTER.search(value) else ""
+
+
+def _metadata_text_problem(data: Any, name: str = "") -> str:
+    """The first field of the metadata (at any depth) whose text cannot be taken, named, or ''."""
+    stack: list[tuple[str, Any]] = [(name, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            problem = _text_problem(value)
+            if problem:
+                return f"{where or 'the metadata'} {problem}"
+        elif isinstance(value, dict):
+            for key, child in value.items():
+                problem = _text_problem(key)
+                if problem:
+                    return f"a field name {problem}"
+                stack.append((f"{where}.{key}" if where else key, child))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{index}]", child) for index, child in enumerate(value))
+    return ""
+
+
+def _too_many(description: str, retry_after: int) -> JsonResponse:
+    response = _error("too_many_requests", description, status=429)
+    response["Retry-After"] = str(retry_after)
+    return response
 
 
 def redirect_uri_problem(uri: Any) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, inline_serializer
 from rest_framework import serializers, status
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.parsers import FileUploadParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -76,8 +78,16 @@ class ImportRequest(serializers.Serializer):
     )
 
 
+class UploadFormatNegotiation(DefaultContentNegotiation):
+    """Answers by the Accept header alone: here ``?format=`` names the upload's format (openai, codex …), which
+    DRF's URL_FORMAT_OVERRIDE would take for a renderer's and answer 404."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
 class ImportListView(APIView):
     parser_classes = [MultiPartParser, FileUploadParser]
+    content_negotiation_class = UploadFormatNegotiation
 
     @extend_schema(
         summary="Import agent sessions from a JSONL upload",
@@ -85,11 +95,13 @@ class ImportListView(APIView):
             "Multipart `file` (or the raw body) holding Claude Code transcript records, Codex rollout records, "
             "OpenAI chat conversations or a threadmem export (`GET threads/{channel}/export/`), one a line; "
             "`format` (default: read from the first record, Claude Code's when it names no other) and `channel` as "
-            "form fields or query parameters. An export restores its thread whole: an existing channel is never "
-            "written to, and `isolated` is restored for admins only (docs/imports.md). Small uploads import in the "
-            "request (201); larger ones in a task (202): read `imports/{id}/` for the outcome. An upload that is "
-            "not JSONL answers 400 and stores nothing; a channel of another owner answers 404; an upload over "
-            "THREADMEM_IMPORT_MAX_BYTES answers 413.\n\n"
+            "form fields or query parameters. An export restores its thread whole or not at all: a line that cannot be "
+            "restored as exported refuses the file (400 naming the lines), an existing channel is never written "
+            "to (409), and `isolated` is restored for admins only (403 for an isolated thread; docs/imports.md); "
+            "a refused export stores nothing and its import reads `failed`, every bad line in `errors`. Small "
+            "uploads import in the request (201); larger ones in a task (202): read `imports/{id}/` for the "
+            "outcome. An upload that is not JSONL answers 400 and stores nothing; a channel of another owner "
+            "answers 404; an upload over THREADMEM_IMPORT_MAX_BYTES answers 413.\n\n"
             "**Capture** (a hook on another host): the raw body holds the new bytes of one session file, `offset` "
             "the byte they start at and `name` the file's path on the client. They are appended to the server's "
             "copy of the file and what it gained is imported (200, with the copy's new `offset`); a half-written "
@@ -97,11 +109,26 @@ class ImportListView(APIView):
             "the copy ends; `offset=0` sends the whole file again (a file rewritten on the client)."
         ),
         request={"multipart/form-data": ImportRequest},
+        parameters=[
+            OpenApiParameter(
+                "format",
+                OpenApiTypes.STR,
+                OpenApiParameter.QUERY,
+                enum=list(FORMATS),
+                description="the upload's format, as the form field (the form field wins)",
+            ),
+            OpenApiParameter(
+                "channel",
+                {"type": "string", "pattern": CHANNEL_PATTERN, "maxLength": CHANNEL_MAX_CHARS},
+                OpenApiParameter.QUERY,
+                description="the thread to import into, as the form field (the form field wins)",
+            ),
+        ],
         responses={
             200: OpenApiTypes.OBJECT,
             201: ImportSerializer,
             202: ImportSerializer,
-            **errors(400, 401, 404, 409, 413),
+            **errors(400, 401, 403, 404, 409, 413),
         },
         tags=["imports"],
     )

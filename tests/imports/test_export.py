@@ -24,7 +24,7 @@ from threadmem import services
 from threadmem.compaction.service import compaction_run_now
 from threadmem.imports.export import thread_export_lines
 from threadmem.imports.records import detect_format
-from threadmem.models import Generation, Message, Thread, ToolArgument
+from threadmem.models import Generation, Import, Message, Thread, ToolArgument
 from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
@@ -138,6 +138,17 @@ def upload(client, lines: list[dict], name: str = "export.jsonl", **fields: str)
     response = client.post("/api/v1/imports/", data, format="multipart")
     assert response.status_code == 201, response.json()
     return response.json()
+
+
+def refused_upload(client, lines: list[dict], status: int) -> tuple[str, dict]:
+    """An export the upload refuses whole: the answer's detail, and the failed import as its URL reads it."""
+    body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    data = {"file": SimpleUploadedFile("export.jsonl", body, content_type="application/x-ndjson")}
+    response = client.post("/api/v1/imports/", data, format="multipart")
+    assert response.status_code == status, response.json()
+    record = client.get(f"/api/v1/imports/{Import.objects.latest('pk').pk}/").json()
+    assert (record["status"], record["messages_imported"]) == ("failed", 0)
+    return response.json()["detail"], record
 
 
 # --- round trips ---------------------------------------------------------------
@@ -343,8 +354,9 @@ def test_an_isolated_thread_is_refused_to_an_import_without_an_admins_authority(
     services.thread_set_isolated(thread=thread, isolated=True, actor=admin)
     _, lines = export_lines(owner_api, thread.channel)
     delete(thread, owner)
-    report = upload(owner_api, lines)
-    assert report["lines_skipped"] == 1 and report["messages_imported"] == 0
+    detail, report = refused_upload(owner_api, lines, 403)
+    assert "is isolated: only an admin's import restores it" in detail
+    assert report["lines_skipped"] == 1
     assert "is isolated: only an admin's import restores it" in report["errors"][0]
     assert not Thread.objects.filter(channel=thread.channel).exists()
 
@@ -367,8 +379,9 @@ def test_importing_an_export_over_its_own_thread_adds_nothing_when_every_message
 def test_importing_an_export_over_an_existing_thread_is_refused_naming_the_channel(owner_api, other_api, thread):
     append(thread, {"role": "user", "content": "one"})
     _, lines = export_lines(owner_api, thread.channel)
-    report = upload(owner_api, lines)
-    assert report["lines_skipped"] == 1 and report["messages_imported"] == 0
+    detail, report = refused_upload(owner_api, lines, 409)
+    assert f"channel {thread.channel!r} already exists" in detail
+    assert report["lines_skipped"] == 1
     assert f"channel {thread.channel!r} already exists" in report["errors"][0]
     assert "has no source id" in report["errors"][0]
     assert Message.objects.filter(thread=thread).count() == 1
@@ -401,7 +414,8 @@ def test_an_export_cut_short_restores_nothing(owner_api, owner, thread):
     append(thread, {"role": "user", "content": "one"}, {"role": "user", "content": "two"})
     _, lines = export_lines(owner_api, thread.channel)
     delete(thread, owner)
-    report = upload(owner_api, lines[:-2])
+    detail, report = refused_upload(owner_api, lines[:-2], 400)
+    assert "cut short" in detail
     assert report["lines_skipped"] == 1 and "cut short" in report["errors"][0]
     assert not Thread.objects.filter(channel=thread.channel).exists()
 

@@ -178,3 +178,23 @@ def test_an_upload_with_format_openai_imports_under_the_caller(owner_api, owner,
     assert other_api.get(f"/api/v1/imports/{answer['id']}/").status_code == 404
     again = {"file": SimpleUploadedFile("support.jsonl", body, content_type="application/jsonl"), "format": "openai"}
     assert owner_api.post("/api/v1/imports/", again, format="multipart").json()["messages_imported"] == 0
+
+
+def test_format_and_channel_as_query_parameters_name_the_uploads_format_not_the_answers(owner_api):
+    """DRF reads ?format= as the answer's renderer (URL_FORMAT_OVERRIDE) and answered 404 for "openai"."""
+
+    def upload(query: str):
+        body = jsonl(*CONVERSATIONS[:1]).encode()
+        data = {"file": SimpleUploadedFile("support.jsonl", body, content_type="application/jsonl")}
+        return owner_api.post(f"/api/v1/imports/?{query}", data, format="multipart")
+
+    response = upload("format=openai&channel=support:one")
+    assert response.status_code == 201, response.content
+    assert (response.json()["format"], response.json()["channels"]) == ("openai", ["support:one:1"])
+    assert response["Content-Type"] == "application/json"
+    # The query's format is the one read: as Claude Code's, the conversation is one bad line.
+    as_claude = upload("format=claude-code").json()
+    assert (as_claude["format"], as_claude["messages_imported"]) == ("claude-code", 0)
+    refused = upload("format=yaml")
+    assert (refused.status_code, refused.json()["field"]) == (400, "format")
+    assert "format must be one of" in refused.json()["detail"]

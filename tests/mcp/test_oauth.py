@@ -284,12 +284,16 @@ def test_a_code_is_good_once(web, alice, connector):
     code = _code(web, "alice", client_id, redirect_uri, challenge)
     first = _exchange(web, client_id, redirect_uri, code, verifier)
     assert first.status_code == 200
-    again = _exchange(web, client_id, redirect_uri, code, verifier)
-    assert again.status_code == 400
-    assert again.json()["error"] == "invalid_grant"
     # A token asked without a resource is bound to the MCP endpoint all the same.
     assert first.json()["scope"] == "mcp"
     assert AccessToken.objects.get(user=alice).resource == [f"{web}/mcp/"]
+    assert list_tools(web, first.json()["access_token"]).status_code == 200
+    again = _exchange(web, client_id, redirect_uri, code, verifier)
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_grant"
+    # The code leaked: what its first use issued is revoked (RFC 6749 §4.1.2).
+    assert list_tools(web, first.json()["access_token"]).status_code == 401
+    assert not AccessToken.objects.filter(user=alice).exists()
 
 
 def test_pkce_is_required_and_plain_is_refused(web, alice, connector):

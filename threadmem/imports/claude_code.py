@@ -33,10 +33,21 @@ from __future__ import annotations
 from typing import Any
 
 from threadmem.errors import DomainError
-from threadmem.imports.records import Boundary, Item, Line, Msg, Problem, Summary, load_record
+from threadmem.imports.records import (
+    Boundary,
+    Item,
+    Line,
+    Msg,
+    Problem,
+    Summary,
+    load_record,
+    session_text_problem,
+)
 from threadmem.models import Message
 from threadmem.services import message_parse
 
+# What a record says of its session that its thread keeps (or a query looks up): text a database must hold.
+SESSION_FIELDS = ("sessionId", "slug", "cwd")
 SKIPPED_TYPES = frozenset(
     {
         *("progress", "file-history-snapshot", "queue-operation", "summary", "custom-title"),
@@ -78,6 +89,9 @@ class ClaudeCodeParser:
         kind = record.get("type")
         if kind in SKIPPED_TYPES:
             return []
+        problem = session_text_problem(record, SESSION_FIELDS)
+        if problem:
+            return [Problem(line.number, problem)]
         self.session_id = self.session_id or str(record.get("sessionId") or "")
         self.slug = self.slug or str(record.get("slug") or "")
         self.cwd = self.cwd or str(record.get("cwd") or "")

@@ -43,11 +43,22 @@ from pathlib import Path
 from typing import Any
 
 from threadmem.errors import DomainError
-from threadmem.imports.records import Boundary, Item, Line, Msg, Problem, Summary, load_record
+from threadmem.imports.records import (
+    Boundary,
+    Item,
+    Line,
+    Msg,
+    Problem,
+    Summary,
+    load_record,
+    session_text_problem,
+)
 from threadmem.models import Message
 from threadmem.services import message_parse
 
 CHANNEL_PREFIX = "codex"
+# What session_meta says that the session's thread keeps: text a database must hold.
+SESSION_FIELDS = ("id", "session_id", "cwd")
 SKIPPED_TYPES = frozenset({"turn_context", "world_state", "inter_agent_communication_metadata", "token_usage_record"})
 SKIPPED_ITEMS = frozenset({"ghost_snapshot", "image_generation_call"})
 # event_msg types that repeat a response_item, or whose text is not a message of the session.
@@ -99,6 +110,9 @@ class CodexParser:
         if not isinstance(payload, dict):
             return [Problem(line.number, f"record {kind!r} without a payload object")]
         if kind == "session_meta":
+            problem = session_text_problem(payload, SESSION_FIELDS)
+            if problem:
+                return [Problem(line.number, f"payload.{problem}")]
             self._meta(payload)
             return []
         if kind == "response_item":

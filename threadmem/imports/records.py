@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import orjson
 
+from threadmem.lib.storable import text_problem
 from threadmem.services import MessageIn
 
 CODEX = "codex"
@@ -125,6 +126,17 @@ def load_record(line: Line) -> dict[str, Any] | Problem | None:
     return record
 
 
+def session_text_problem(record: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    """Why one of the record's ``names`` (what its session's thread keeps: its id, its working directory) cannot
+    be stored, or None: the line is then a bad line, never a thread's field nor a query's value."""
+    for name in names:
+        value = record.get(name)
+        problem = text_problem(value) if isinstance(value, str) else None
+        if problem:
+            return f"{name} {problem}"
+    return None
+
+
 def detect_format(path: Path) -> str:
     """A session file's format, from its first record; "" while that record is not complete (a live file).
 
@@ -142,7 +154,12 @@ def detect_format(path: Path) -> str:
             try:
                 record = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                return "claude-code"  # reported as a bad line by its parser
+                # orjson refuses what the json module reads (a lone surrogate's escape): an export's header
+                # holding one is still an export, refused as such by the restore.
+                try:
+                    record = json.loads(raw)
+                except (ValueError, RecursionError):
+                    return "claude-code"  # reported as a bad line by its parser
             if isinstance(record, dict):
                 if record.get("format") == THREADMEM:
                     return THREADMEM

@@ -5,7 +5,9 @@ order, each run of one generation at the seq it was exported with: the thread's 
 ``current_generation`` are set before each run, which keeps seq gaps (an erased message) and late
 arrivals a compaction moved to the next generation where they were. What the append path does not
 take (timestamps, ``isolated``, ``superseded_by``, ``summary_origin``, a generation's summary and
-state) is written after, in the same transaction: a thread is restored whole or not at all.
+state) is written after, in the same transaction: a thread is restored whole or not at all. A file with
+any line that cannot be restored as exported is refused whole, every such line listed: a restore that
+left a line out would read as a backup restored, and a client deleting its original would lose it.
 
 The rules a restore keeps (docs/imports.md, "threadmem exports"):
 
@@ -35,9 +37,10 @@ from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from threadmem import services
-from threadmem.errors import Conflict, DomainError, InvalidInput
+from threadmem.errors import Conflict, DomainError, InvalidInput, PermissionDenied
 from threadmem.imports.export import FORMAT, MESSAGE_REF, VERSION
 from threadmem.imports.records import Line, Problem, load_record, read_complete_lines
+from threadmem.lib.storable import MAX_JSON_DEPTH, json_problem
 from threadmem.models import Generation, Message, Thread
 
 BATCH_SIZE = 500
@@ -46,6 +49,12 @@ MESSAGE_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "session_id",
 ORIGIN_MAX_CHARS = 32
 # The export's last_activity_at is not restored: a restore is activity, so retention counts from it (docs/erase.md).
 THREAD_TIMES = ("created_at",)
+# The columns' ranges, the same on both databases (PostgreSQL's integer and bigint): a number past them is the
+# line's fault, answered as such, not a database error. A seq leaves room for the thread's next_seq after it.
+GENERATION_MAX = 2**31 - 1
+SEQ_MAX = services.MAX_ROW_ID - 1
+# A message line wraps its tool calls' arguments in three levels of its own (line, tool_calls, call).
+LINE_DEPTH = MAX_JSON_DEPTH + 3
 
 
 @dataclass
@@ -59,17 +68,22 @@ class Restored:
     messages_new: int = 0
     messages_known: int = 0
     thread: Thread | None = None
-    refused: bool = False
+    # Why nothing was restored (its kind: the HTTP status an upload answers with), or None.
+    refusal: DomainError | None = None
     problems: list[Problem] = field(default_factory=list)
     notes: list[Problem] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal is not None
 
 
 class Refused(Exception):
     """The thread is not restored; nothing of it is stored."""
 
-    def __init__(self, line: int, reason: str) -> None:
+    def __init__(self, line: int, reason: str, kind: type[DomainError] = InvalidInput) -> None:
         super().__init__(reason)
-        self.line, self.reason = line, reason
+        self.line, self.reason, self.kind = line, reason, kind
 
 
 class GenerationLine(NamedTuple):
@@ -108,10 +122,12 @@ def thread_restore(
             with transaction.atomic():
                 run.read(_counted(lines, restored, progress))
         except Refused as refused:
-            restored.problems.append(Problem(refused.line, refused.reason))
+            # The bad lines are listed already; a refusal of the thread as a whole is its one problem.
+            if not restored.problems:
+                restored.problems.append(Problem(refused.line, refused.reason))
             restored.messages_new = restored.messages_known = 0
             restored.thread = None
-            restored.refused = True
+            restored.refusal = refused.kind(refused.reason)
             restored.notes = []
     if restored.thread is not None and restored.messages_new:
         # After the commit, as other imports: embeddings, the automatic compaction check.
@@ -203,9 +219,16 @@ class _Restore:
             record = load_record(line)
             if record is None:
                 continue
+            # NUL, a lone surrogate, a number past 64 bits anywhere in the line: refused before any of it
+            # reaches a query (PostgreSQL cannot hold them), whatever field it is in.
+            unstorable = None if isinstance(record, Problem) else json_problem(record, max_depth=LINE_DEPTH)
             if not self.header:
+                if unstorable:
+                    raise Refused(line.number, f"the header {unstorable}: nothing restored")
                 self._take_header(record, line)
                 continue
+            if unstorable:
+                record = Problem(line.number, f"the line {unstorable}")
             if isinstance(record, Problem):
                 self._problem(record)
                 continue
@@ -226,6 +249,14 @@ class _Restore:
                 self._problem(Problem(line.number, f"unknown record type {kind!r}"))
         if not self.header:
             raise Refused(1, "the file is empty: expected a threadmem export")
+        if self.restored.problems:
+            if end is None:
+                self._problem(Problem(self.restored.lines, "the export ends without its end line: it was cut short"))
+            raise Refused(
+                self.restored.problems[0].line,
+                f"{len(self.restored.problems)} line(s) of the export cannot be restored as exported (each is "
+                "listed): nothing restored; a restore is whole or not at all",
+            )
         if end is None:
             raise Refused(
                 self.restored.lines, "the export ends without its end line: it was cut short; nothing restored"
@@ -257,7 +288,7 @@ class _Restore:
         try:
             self.times = {name: _time(thread.get(name), line=line.number, name=name) for name in THREAD_TIMES}
         except InvalidInput as exc:
-            raise Refused(line.number, exc.message) from None
+            raise Refused(line.number, f"{exc.message}: nothing restored") from None
         self.header, self.exported_channel = thread, thread["channel"]
         channel = self.channel_override or self.exported_channel
         self.restored.channel = channel
@@ -266,7 +297,9 @@ class _Restore:
             self.existing = existing
         elif thread.get("isolated") is True and not self.restore_isolation:
             raise Refused(
-                line.number, f"thread {channel!r} is isolated: only an admin's import restores it; nothing restored"
+                line.number,
+                f"thread {channel!r} is isolated: only an admin's import restores it; nothing restored",
+                PermissionDenied,
             )
 
     def _take_generation(self, record: dict[str, Any], line: Line) -> None:
@@ -274,10 +307,12 @@ class _Restore:
             self._problem(Problem(line.number, "a generation after the first message is not read"))
             return
         number, state, summary_seq = record.get("number"), record.get("state"), record.get("summary_seq")
-        if not _positive(number) or state not in GENERATION_STATES or number in self.generations:
-            self._problem(Problem(line.number, "a generation needs a new positive number and a known state"))
+        if not _positive(number, GENERATION_MAX) or state not in GENERATION_STATES or number in self.generations:
+            self._problem(
+                Problem(line.number, f"a generation needs a new number from 1 to {GENERATION_MAX} and a known state")
+            )
             return
-        if summary_seq is not None and not _positive(summary_seq):
+        if summary_seq is not None and not _positive(summary_seq, SEQ_MAX):
             self._problem(Problem(line.number, "a generation's summary_seq must be a seq or null"))
             return
         try:
@@ -293,8 +328,13 @@ class _Restore:
 
     def _take_message(self, record: dict[str, Any], line: Line) -> None:
         seq, generation = record.get("seq"), record.get("generation")
-        if not _positive(seq) or not _positive(generation):
-            self._problem(Problem(line.number, "a message needs a positive seq and generation"))
+        if not _positive(seq, SEQ_MAX) or not _positive(generation, GENERATION_MAX):
+            self._problem(
+                Problem(
+                    line.number,
+                    f"a message needs a seq from 1 to {SEQ_MAX} and a generation from 1 to {GENERATION_MAX}",
+                )
+            )
             return
         if seq <= self.last_seq:
             self._problem(Problem(line.number, f"seq {seq} does not follow seq {self.last_seq}"))
@@ -320,6 +360,8 @@ class _Restore:
                 self._problem(Problem(line.number, f"source_id {message.source_id!r} repeats an earlier message's"))
                 return
             self.source_ids.add(message.source_id)
+        if self.restored.problems:
+            return  # the file is refused at its end: what is left is only read for its problems
         if self.pending:
             last = self.pending[-1][1]
             if len(self.pending) >= BATCH_SIZE or (seq, generation) != (last.seq + 1, last.generation):
@@ -344,7 +386,7 @@ class _Restore:
         if not isinstance(isolated, bool):
             raise InvalidInput(f"line {line.number}.isolated must be true or false")
         superseded_by = record.get("superseded_by_seq")
-        if superseded_by is not None and not _positive(superseded_by):
+        if superseded_by is not None and not _positive(superseded_by, SEQ_MAX):
             raise InvalidInput(f"line {line.number}.superseded_by_seq must be a seq or null")
         origin = record.get("summary_origin") or ""
         if not isinstance(origin, str) or len(origin) > ORIGIN_MAX_CHARS:
@@ -400,6 +442,7 @@ class _Restore:
                 number,
                 f"channel {self.restored.channel!r} already exists and {why}: nothing restored (delete the thread "
                 "first, or import the export under another channel)",
+                Conflict,
             )
 
     # --- a new thread -----------------------------------------------------------
@@ -418,9 +461,9 @@ class _Restore:
                 fork_from=fork_from,
             )
         except Conflict:
-            raise Refused(1, f"channel {self.restored.channel!r} already exists: nothing restored") from None
+            raise Refused(1, f"channel {self.restored.channel!r} already exists: nothing restored", Conflict) from None
         except DomainError as exc:
-            raise Refused(1, exc.message) from None
+            raise Refused(1, exc.message, type(exc)) from None
         self.thread = self.restored.thread = thread
         numbers = set(self.generations) or {thread.current_generation}
         Generation.objects.filter(thread=thread).exclude(number__in=numbers).delete()
@@ -558,14 +601,18 @@ class _Restore:
         return self.ref_threads[channel]
 
 
-def _positive(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= services.MAX_ROW_ID
+def _positive(value: Any, most: int = services.MAX_ROW_ID) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
 
 
 def _time(value: Any, *, line: int, name: str) -> datetime | None:
     if value is None:
         return None
-    parsed = parse_datetime(value) if isinstance(value, str) else None
-    if parsed is None:
-        raise InvalidInput(f"line {line}.{name} must be an ISO 8601 time")
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    try:
+        parsed = parse_datetime(value) if isinstance(value, str) else None
+        # In UTC, as the databases store it: a time at the calendar's edge must not overflow on the way in.
+        if parsed is not None:
+            return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
+        pass  # well formed but no time (month 13), or past year 9999 in UTC
+    raise InvalidInput(f"line {line}.{name} must be an ISO 8601 time")

@@ -41,6 +41,10 @@ def import_run(*, import_id: int, raise_errors: bool = False) -> None:
             # A restored export's notes (a fork restored as a plain thread) are shown with the problems.
             errors=(report.problems + report.notes)[:MAX_REPORTED_PROBLEMS],
         )
+        if report.refusals:
+            # An export refused whole stored nothing: the import failed, whatever else it read.
+            refusal = report.refusals[0]
+            raise type(refusal)(f"{refusal.message} (import {record.pk})", field="file")
     except DomainError as exc:
         # The reason may quote what the upload held (an export's channel), as a problem may.
         outcome.update(status=Import.Status.FAILED, error=text_redacted(exc.message))

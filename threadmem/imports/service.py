@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
 
 from threadmem import services
-from threadmem.errors import InvalidInput
+from threadmem.errors import DomainError, InvalidInput
 from threadmem.imports import claude_code, codex, openai_chat, restore
 from threadmem.imports.generations import (
     generation_close_imported,
@@ -49,6 +49,8 @@ COMMIT_BYTES = 8 * 1024 * 1024
 # The tables a bulk import fills, analyzed once per run (``statistics_refresh``).
 ANALYZED_TABLES = ("threadmem_message", "threadmem_toolargument")
 MAX_REPORTED_PROBLEMS = 100
+# The bad lines a refused export's one-line reason quotes (an upload's error answer, the command's error).
+REFUSAL_QUOTED = 5
 CLAUDE_CODE = "claude-code"
 OPENAI = "openai"
 # Formats of one session a file, read by a parser that keeps state across lines (the others: a conversation a line).
@@ -68,6 +70,9 @@ class ImportReport:
     problems: list[str] = field(default_factory=list)  # "file:line: reason", the first MAX_REPORTED_PROBLEMS
     # What was imported otherwise than the file holds (a restored fork without its parent), "file:line: note".
     notes: list[str] = field(default_factory=list)
+    # The threadmem exports refused whole (nothing of them stored): "file: why", with its kind (the HTTP status).
+    refusals: list[DomainError] = field(default_factory=list)
+    refused_lines: int = 0  # of ``skipped``: the lines of the refused exports
 
     def problem(self, where: str, line: int, reason: str) -> str:
         self.skipped += 1
@@ -410,11 +415,23 @@ def _restore(
     report.bytes += restored.bytes
     report.messages_new += restored.messages_new
     report.messages_known += restored.messages_known
-    if restored.channel and not restored.refused:
+    if restored.refusal is not None:
+        why = restored.refusal.message
+        lines = [f"line {p.line}: {p.reason}" for p in restored.problems if p.reason != why]
+        if lines:  # the bad lines, the first of them quoted: the import's errors list them all
+            why += (
+                ": "
+                + "; ".join(lines[:REFUSAL_QUOTED])
+                + (f"; {len(lines) - REFUSAL_QUOTED} more" if len(lines) > REFUSAL_QUOTED else "")
+            )
+        report.refusals.append(type(restored.refusal)(f"{where}: {text_redacted(why)}"))
+    elif restored.channel:
         report.channel(restored.channel)
     for problem in restored.problems:
         text = report.problem(where, problem.line, problem.reason)
-        if on_problem is not None:
+        if restored.refused:
+            report.refused_lines += 1
+        elif on_problem is not None:
             on_problem(text)
     for note in restored.notes:
         report.note(where, note.line, note.reason)

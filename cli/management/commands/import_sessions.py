@@ -5,7 +5,8 @@ FORMAT: claude-code, openai, codex or threadmem (an export); by default each fil
 Imports agent sessions (contract §11) through ``threadmem.imports``: a PATH is a
 session file or a folder of them (a Claude Code project folder, or
 ``~/.claude/projects`` itself, or ``manage.py export``'s folder). A bad line is reported with its file and
-line number and skipped; the command then exits non-zero saying how many. It runs with an operator's
+line number and skipped, except in a threadmem export, which is refused whole (every bad line listed,
+nothing of it restored); the command then exits non-zero saying how many. It runs with an operator's
 authority: a threadmem export restores its ``isolated`` flags whoever the owner is.
 """
 
@@ -97,8 +98,14 @@ class Command(BaseCommand):
         )
         for note in report.notes:
             self.stdout.write(f"note: {note}")
-        if report.skipped:
-            raise CommandError(f"skipped {report.skipped} bad line(s); the rest was imported")
+        for refusal in report.refusals:
+            self.stderr.write(f"refused {refusal.message}")
+        skipped = report.skipped - report.refused_lines
+        failures = [f"skipped {skipped} bad line(s); the rest was imported"] if skipped else []
+        if report.refusals:
+            failures.append(f"refused {len(report.refusals)} export(s) whole: nothing of them was restored")
+        if failures:
+            raise CommandError("; ".join(failures))
 
     def _problem(self, text: str) -> None:
         self.stderr.write(f"skipped {text}")

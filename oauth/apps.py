@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class OAuthConfig(AppConfig):
+    name = "oauth"
+    label = "threadmem_oauth"
+    default_auto_field = "django.db.models.BigAutoField"
