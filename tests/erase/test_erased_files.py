@@ -63,3 +63,25 @@ def test_forget_owner_leaves_no_captured_copy_of_theirs(owner, owner_api, import
     call_command("forget_owner", owner.username, "--yes", stdout=StringIO())
 
     assert files_under(import_dir) == [] and not CaptureCursor.objects.exists()
+
+
+@pytest.mark.django_db
+def test_forget_owner_removes_an_upload_still_waiting_for_its_task(
+    owner, owner_api, import_dir, settings, django_capture_on_commit_callbacks
+):
+    # Past the inline size an upload waits in the import folder for its task (enqueued after the commit, which
+    # this test's transaction never reaches).
+    settings.THREADMEM_IMPORT_INLINE_BYTES = 1
+    response = owner_api.post(
+        "/api/v1/imports/",
+        (data_dir() / "short.jsonl").read_bytes(),
+        content_type="application/octet-stream",
+        HTTP_CONTENT_DISPOSITION='attachment; filename="short.jsonl"',
+    )
+    assert response.status_code == 202, response.content
+    assert len(files_under(import_dir)) == 1
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("forget_owner", owner.username, "--yes", stdout=StringIO())
+
+    assert files_under(import_dir) == []
