@@ -121,7 +121,7 @@ bench-import: $(VENV)/.installed-dev .secret_key
 # real sessions and throughput; no database. A gitleaks checkout elsewhere, one half, the figures as JSON:
 # make bench-secrets SECRETS_ARGS="--gitleaks ~/src/gitleaks --half report --json secrets.json"
 bench-secrets: $(VENV)/.installed-dev
-	$(PY) bench/secrets.py $(SECRETS_ARGS)
+	$(PY) bench/redaction.py $(SECRETS_ARGS)
 
 # The API fuzz test (tests/api/test_fuzz.py) at length: 300 cases an operation instead of the suite's 12 (minutes).
 fuzz: $(VENV)/.installed-dev
