@@ -99,29 +99,9 @@ def run_once(owner, messages: int, run: int) -> tuple[float, list[float], dict]:
 
 
 def rows_left(thread_id: int, message_ids: list[int]) -> dict[str, int]:
-    from threadmem.models import (
-        Chunk,
-        Compaction,
-        EmbeddingProgress,
-        Generation,
-        Message,
-        Thread,
-        ToolArgument,
-        ToolCall,
-    )
+    from tests.support.erase import rows_left as rows_of
 
-    counts = {
-        "threads": Thread.objects.filter(pk=thread_id).count(),
-        "messages": Message.objects.filter(thread_id=thread_id).count()
-        + Message.objects.filter(pk__in=message_ids).count(),
-        "chunks": Chunk.objects.filter(message_id__in=message_ids).count(),
-        "tool_arguments": ToolArgument.objects.filter(thread_id=thread_id).count(),
-        "embedding_progress": EmbeddingProgress.objects.filter(thread_id=thread_id).count(),
-        "generations": Generation.objects.filter(thread_id=thread_id).count(),
-        "compactions": Compaction.objects.filter(thread_id=thread_id).count(),
-        "tool_calls": ToolCall.objects.filter(thread_id=thread_id).count(),
-    }
-    return {name: count for name, count in counts.items() if count}
+    return rows_of([thread_id], message_ids)
 
 
 def start_worker(log: str):
