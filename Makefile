@@ -110,8 +110,10 @@ bench-described: $(VENV)/.installed-dev .secret_key
 bench-delete: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/delete.py
 
+# The pointer after a compaction on the shared sessions, then the hook's cost; the names alone, each pointer shown:
+# make bench-pointer POINTER_ARGS="--names-only --show"
 bench-pointer: $(VENV)/.installed-dev .secret_key
-	$(PY) bench/pointer.py
+	$(PY) bench/pointer.py $(POINTER_ARGS)
 
 bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py
