@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-secrets fuzz clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-secrets bench-pointer fuzz clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
