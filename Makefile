@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-secrets fuzz clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-secrets bench-pointer fuzz clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -110,8 +110,10 @@ bench-described: $(VENV)/.installed-dev .secret_key
 bench-delete: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/delete.py
 
+# The pointer after a compaction on the shared sessions, then the hook's cost; the names alone, each pointer shown:
+# make bench-pointer POINTER_ARGS="--names-only --show"
 bench-pointer: $(VENV)/.installed-dev .secret_key
-	$(PY) bench/pointer.py
+	$(PY) bench/pointer.py $(POINTER_ARGS)
 
 bench-import: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/import.py

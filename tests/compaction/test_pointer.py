@@ -223,3 +223,59 @@ def test_the_api_answers_the_pointer_for_source_compact_and_only_for_the_callers
     assert other_api.get(f"/api/v1/imports/catalogue/?{urlencode(params)}").json() == {"context": ""}
     bad = owner_api.get("/api/v1/imports/catalogue/", {"source": "compact", "session_id": "s\x00"})
     assert bad.status_code == 400 and bad.json()["field"] == "session_id"
+
+
+SCRATCH = "/tmp/claude-1000/-home-dev-ledger/tasks/b7636e2.output"
+DEPENDENCY = f"{CWD}/assets/node_modules/phoenix/priv/static/phoenix.js"
+WORKED = [
+    ("Read", {"file_path": SCRATCH}, "building"),
+    ("Read", {"file_path": SCRATCH}, "build finished"),
+    ("Read", {"file_path": DEPENDENCY}, "export class Socket"),
+    ("Read", {"file_path": f"{CWD}/config/prod.env"}, "x"),
+    ("Read", {"file_path": f"{CWD}/lib/ledger/export.ex"}, "defmodule Ledger.Export do"),
+    ("Edit", {"file_path": f"{CWD}/lib/ledger/export.ex", "old_string": "a", "new_string": "b"}, "ok"),
+    ("Edit", {"file_path": f"{CWD}/lib/ledger/export.ex", "old_string": "b", "new_string": "c"}, "ok"),
+]
+
+
+def files_line(text: str) -> str:
+    (line,) = [line for line in text.splitlines() if line.startswith("- files: ")]
+    return line.split(" → ")[0]
+
+
+@pytest.mark.parametrize("compacted", [False, True], ids=["summary unknown", "summary known"])
+@pytest.mark.django_db
+def test_it_lists_the_edited_project_file_first_and_scratch_and_dependency_sources_last(
+    owner, tmp_path, monkeypatch, compacted
+):
+    # The scratch output read twice, the dependency and a project file once, the edited file three times.
+    transcript = write(tmp_path / "project" / f"{SESSION}.jsonl", session_lines(WORKED, compacted=compacted))
+
+    text = pointer_after(monkeypatch, transcript)
+
+    assert len(text) <= POINTER_MAX_CHARS
+    if compacted:  # the summary names export.ex: it goes below, what the summary dropped keeps the same order
+        assert "`lib/ledger/export.ex`" in files_line(sections(text)["Also touched (your summary names them):"])
+        names = ["config/prod.env", "assets/node_modules/phoenix/priv/static/phoenix.js", SCRATCH]
+        line = files_line(sections(text)["Not in your compaction summary:"])
+    else:
+        names = ["lib/ledger/export.ex", "config/prod.env", "assets/node_modules/phoenix/priv/static/phoenix.js"]
+        names.append(SCRATCH)
+        line = files_line(text)
+    positions = [line.index(f"`{name}`") for name in names]
+    assert positions == sorted(positions), line
+
+
+@pytest.mark.django_db
+def test_when_room_runs_out_scratch_files_and_dependency_sources_are_left_out_first(owner, tmp_path, monkeypatch):
+    calls = [("Read", {"file_path": f"{CWD}/lib/ledger/module_{n:03d}_with_a_long_name.ex"}, "x") for n in range(60)]
+    calls += [("Read", {"file_path": SCRATCH}, "x"), ("Read", {"file_path": DEPENDENCY}, "x")]  # the latest
+    transcript = write(tmp_path / "project" / f"{SESSION}.jsonl", session_lines(calls, compacted=False))
+
+    text = pointer_after(monkeypatch, transcript)
+
+    assert len(text) <= POINTER_MAX_CHARS
+    assert "tasks/b7636e2.output" not in text and "node_modules" not in text
+    assert "`lib/ledger/module_059_with_a_long_name.ex`" in text  # the latest read first among equals
+    (left,) = re.findall(r"^(\d+) more touched", text, flags=re.MULTILINE)
+    assert int(left) + len(re.findall(r"`[^`]+`", files_line(text))) == 62  # counted, not lost

@@ -3,8 +3,9 @@
 A ``SessionStart`` hook with source ``compact`` (Claude Code, Codex CLI) adds the text to the context the model
 continues with. It names the session's channel and what the compacted part's tool calls touched (paths, commands,
 hosts, URLs: ``catalogue.collect_resources`` finds them, as for a summary's section 10), grouped by kind, each
-group with the ``search_memory`` call that brings one back; first those the agent's own summary does not mention.
-Names only, at most ``POINTER_MAX_CHARS``.
+group with the ``search_memory`` call that brings one back; first those the agent's own summary does not mention,
+then, within each, what the session worked on (``standing.py``): the project's files before others, written before
+only read, the most used first; dependency sources and scratch files last. Names only, at most ``POINTER_MAX_CHARS``.
 
 The compacted part, and the summary it is compared with:
 
@@ -26,6 +27,7 @@ from typing import Any
 
 from threadmem.compaction.catalogue import Resource, collect_resources
 from threadmem.compaction.patterns import COMMAND_KEYS, HOST_KEYS, PATH_KEYS
+from threadmem.compaction.standing import PATCH_KEYS, PATCH_TOOLS, WRITE_TOOLS, Place, file_place, patched_files
 from threadmem.models import Generation, Message, Thread
 
 # The same cap as the SessionStart catalogue of earlier sessions (imports/catalogue.py): one hook's context.
@@ -53,8 +55,19 @@ class Touched:
     spellings: set[str] = field(default_factory=set)  # as the calls wrote it (a path absolute and relative)
     accesses: int = 0
     last: int = 0  # the position of its latest access: later is more recent
+    written: bool = False  # a call wrote or edited it (files only)
+    place: Place = Place.PROJECT  # where a file stands; other kinds rank by use alone
     message_ids: set[int] = field(default_factory=set)  # the calls and results that touched it
     mentioned: bool | None = None  # in the agent's summary; None when the summary is unknown
+
+    @property
+    def low(self) -> bool:
+        """A dependency's source or a scratch file: named only when the rest left room."""
+        return self.place >= Place.DEPENDENCY
+
+    def rank(self) -> tuple[int, bool, int, int]:
+        """What the session worked on first: the project's own files, written, most used, latest."""
+        return (self.place, not self.written, -self.accesses, -self.last)
 
 
 @dataclass
@@ -123,31 +136,48 @@ def generation_touched(*, thread: Thread, generation: int, summary: str | None) 
         .order_by("seq")
         .values("id", "role", "kind", "tool_calls", "tool_call_id")
     ]
-    return touched_resources(collect_resources(rows), cwd=thread.source_cwd, summary=summary)
+    patched = {
+        row.id: files
+        for row in rows
+        for call in row.tool_calls
+        if call.get("name") in PATCH_TOOLS and (files := patched_files(call.get("arguments")))
+    }
+    return touched_resources(collect_resources(rows), cwd=thread.source_cwd, summary=summary, patched=patched)
 
 
-def touched_resources(resources: Iterable[Resource], *, cwd: str, summary: str | None) -> list[Touched]:
+def touched_resources(
+    resources: Iterable[Resource], *, cwd: str, summary: str | None, patched: dict[int, set[str]] | None = None
+) -> list[Touched]:
     """The resources a call touched, one per thing (a path written absolute and relative is one file), ranked:
-    those the summary leaves out first, then the most used, then the latest. When the summary is unknown, the
-    least used first: a summary keeps what the work centred on, so the rarely touched are likeliest missing."""
+    those the summary leaves out first (when it is known), then by ``Touched.rank``. ``patched``: the files each
+    message's patch tool calls name in their headers (by message id), the only paths a patch's text touches."""
+    patched = patched or {}
     found: dict[tuple[str, str], Touched] = {}
     for resource in resources:
-        accesses = [a for a in resource.accesses if a.key in TOUCH_KEYS]
+        accesses = [
+            a
+            for a in resource.accesses
+            if a.key in TOUCH_KEYS or (a.key in PATCH_KEYS and resource.name in patched.get(a.message_id, ()))
+        ]
         if resource.kind not in KINDS or not accesses:
             continue
         name = _pointer_name(resource.kind, resource.name, cwd=cwd)
         if not name:
             continue
         touched = found.setdefault((resource.kind, name), Touched(kind=resource.kind, name=name))
+        if resource.kind == "file":
+            place = file_place(resource.name, cwd=cwd)
+            # One file spelled two ways stands where its better spelling puts it.
+            touched.place = place if not touched.spellings else min(touched.place, place)
+            touched.written |= any(_tool(a.way) in WRITE_TOOLS for a in accesses)
         touched.spellings.add(resource.name)
         touched.accesses += len(accesses)
         touched.last = max(touched.last, accesses[-1].position)
         touched.message_ids |= {i for a in accesses for i in (a.message_id, a.result_id) if i is not None}
-    if summary is None:
-        return sorted(found.values(), key=lambda t: (t.accesses, -t.last))
-    for touched in found.values():
-        touched.mentioned = any(spelling in summary for spelling in touched.spellings | {touched.name})
-    return sorted(found.values(), key=lambda t: (t.mentioned, -t.accesses, -t.last))
+    if summary is not None:
+        for touched in found.values():
+            touched.mentioned = any(spelling in summary for spelling in touched.spellings | {touched.name})
+    return sorted(found.values(), key=lambda t: (bool(t.mentioned), *t.rank()))
 
 
 def summary_text(answer: str) -> str:
@@ -192,6 +222,11 @@ def _compacted_part(thread: Thread) -> tuple[int, str | None]:
     return current, summary_text(answer) if answer else None
 
 
+def _tool(way: str) -> str:
+    """The tool's name in an access's way (``Edit (tool_args.file_path)``)."""
+    return way.split(" (", 1)[0]
+
+
 def _pointer_name(kind: str, name: str, *, cwd: str) -> str:
     if kind == "command":
         # A prefix of the command is still a literal of it: the query that finds the call.
@@ -211,7 +246,8 @@ def _pointer_name(kind: str, name: str, *, cwd: str) -> str:
 def _render(pointer: Pointer) -> tuple[str, list[Touched]]:
     """The text: a head, then groups of names by kind (the summary's omissions first), within the cap.
 
-    Each group's first name goes in before any group gets a second one, so no kind is crowded out.
+    Each group's first name goes in before any group gets a second one, so no kind is crowded out; dependency
+    sources and scratch files go in only after every other name, so they never take the room of one.
     """
     channel = pointer.channel
     head = (
@@ -255,10 +291,12 @@ def _render(pointer: Pointer) -> tuple[str, list[Touched]]:
         return True
 
     for key in order:  # one name of each group first
-        if candidates[key]:
-            add(key, candidates[key][0])
-    for key in order:  # then the rest, the summary's omissions first
-        for touched in list(candidates[key]):
-            add(key, touched)
+        first = next((t for t in candidates[key] if not t.low), None)
+        if first is not None:
+            add(key, first)
+    for low in (False, True):  # then the rest, the summary's omissions first, dependencies and scratch last
+        for key in order:
+            for touched in [t for t in candidates[key] if t.low == low]:
+                add(key, touched)
     named = [t for key in order for t in groups[key]]
     return text(), named
