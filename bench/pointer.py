@@ -62,8 +62,6 @@ from database import ROOT, django_environment, migrated_database, require_postgr
 
 django_environment("postgres://postgres@127.0.0.1:5432/threadmem_bench_pointer", compaction=False, embedding=False)
 drop_threads = importlib.import_module("import").drop_threads  # bench/import.py
-# Then bench/ off the path: its secrets.py would stand in for the standard library's, which Django imports.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
 from tests.support.session_files import DATA, LONG_SESSIONS, repeated, templates  # noqa: E402
 
 USER = "bench-pointer"
@@ -325,7 +323,6 @@ def main() -> None:
 
     from threadmem.models import CaptureCursor, Thread, ToolCall
 
-    assert not sys.modules["secrets"].__file__.startswith(str(ROOT / "bench"))
     user = _user()
 
     def clean() -> None:
