@@ -7,7 +7,10 @@ out; without a project, the answer is the one a search gave before projects.
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import CommandError, call_command
 
 from tests.support.factories import append, make_thread
 from tests.support.semantic import embedded, semantic_part
@@ -186,3 +189,16 @@ def test_the_ranked_lane_ranks_only_its_projects_threads_and_names_each_ones_pro
     assert "project=" not in everywhere
     # The lane keeps a project's pieces apart from the owner's whole store: the first answer again.
     assert ranked(APP) == in_app
+
+
+@pytest.mark.django_db
+def test_the_search_memory_command_takes_a_project(owner, projects):
+    app, _, _, shop, _ = projects["threads"]
+    found = projects["messages"]
+    out = io.StringIO()
+    call_command("search_memory", "zebrafish", "--project", SHOP, "--user", "owner", stdout=out)
+    assert f"messageId={found[shop.channel].id} " in out.getvalue()
+    assert f"messageId={found[app.channel].id} " not in out.getvalue()
+    assert f'project: "{SHOP}"' in out.getvalue()
+    with pytest.raises(CommandError, match="is in project"):
+        call_command("search_memory", "zebrafish", "--channel", app.channel, "--project", SHOP, "--user", "owner")
