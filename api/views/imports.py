@@ -31,6 +31,7 @@ from threadmem.imports.catalogue import (
 )
 from threadmem.imports.records import FORMATS
 from threadmem.lib.projects import PROJECT_MAX_CHARS
+from threadmem.lib.validate import check_text
 from threadmem.models import Import
 from threadmem.services import CHANNEL_MAX_CHARS
 
@@ -202,10 +203,7 @@ def _capture(request: Request, upload: Any) -> Response:
 
 def _project(request: Request) -> str:
     """The capture's ``project``: the git root the hook resolved on its host (the server may not have it)."""
-    project = _param(request, "project").strip()
-    if len(project) > PROJECT_MAX_CHARS or "\x00" in project:
-        raise InvalidInput(f"project must be a path of at most {PROJECT_MAX_CHARS} characters", field="project")
-    return project
+    return check_text(_param(request, "project"), name="project", max_chars=PROJECT_MAX_CHARS).strip()
 
 
 def _param(request: Request, name: str) -> str:

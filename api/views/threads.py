@@ -150,7 +150,7 @@ class ThreadListView(JSONAPIView):
             channel=body.get("channel"),
             title=body.get("title", ""),
             fork_from=fork_message,
-            project=body.get("project") or None,
+            project=body.get("project"),
         )
         return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
 
