@@ -16,6 +16,7 @@ from tests.support.factories import append, make_thread
 from tests.support.semantic import embedded, semantic_part
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.lib.projects import project_normal, project_root
+from threadmem.models import Thread
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.ranked import threads
@@ -202,3 +203,13 @@ def test_the_search_memory_command_takes_a_project(owner, projects):
     assert f'project: "{SHOP}"' in out.getvalue()
     with pytest.raises(CommandError, match="is in project"):
         call_command("search_memory", "zebrafish", "--channel", app.channel, "--project", SHOP, "--user", "owner")
+
+
+@pytest.mark.django_db
+def test_without_a_project_the_answer_is_the_one_a_store_without_projects_gives(owner, operator, projects):
+    searches = [(user, channel) for user in (owner, operator) for channel in (None, "claude-code:app")]
+    with_projects = [search_memory(user=user, query="zebrafish", channel=channel).text for user, channel in searches]
+    Thread.objects.update(project="")
+    without = [search_memory(user=user, query="zebrafish", channel=channel).text for user, channel in searches]
+    assert with_projects == without
+    assert all("project" not in text for text in without)
