@@ -13,6 +13,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.models import Deletion, Message, Thread
 from threadmem.services import (
     CHANNEL_MAX_CHARS,
@@ -59,12 +60,17 @@ class ThreadSerializer(ReadOnlyModelSerializer):
     fork_message_id = serializers.IntegerField(
         read_only=True, allow_null=True, help_text="the parent's message this thread was forked at, or null"
     )
+    project = serializers.CharField(
+        read_only=True,
+        help_text="the session's project: its git root, else its working directory; search's project filters by it",
+    )
 
     class Meta:
         model = Thread
         fields = [
             "channel",
             "title",
+            "project",
             "isolated",
             "current_generation",
             "owner",
@@ -195,6 +201,13 @@ class ThreadCreateRequest(serializers.Serializer):
     )
     title = serializers.CharField(max_length=TITLE_MAX_CHARS, required=False, allow_blank=True, allow_null=True)
     fork_from = ForkFromRequest(required=False, allow_null=True)
+    project = serializers.CharField(
+        max_length=PROJECT_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="the project's path (search_memory's project filter); a fork without one takes its parent's",
+    )
 
 
 class ThreadUpdateRequest(serializers.Serializer):

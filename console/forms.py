@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 
+from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.models import ToolCall
 from threadmem.selectors import is_operator
 
@@ -44,6 +45,7 @@ def _utc_time(*, label: str) -> forms.DateTimeField:
 class ThreadFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=255, label="Channel or title")
     owner = forms.CharField(required=False, max_length=150)
+    project = forms.CharField(required=False, max_length=PROJECT_MAX_CHARS)
     isolated = forms.ChoiceField(required=False, choices=YES_NO)
     failed = forms.BooleanField(required=False, label="Failed compaction")
 
@@ -55,6 +57,7 @@ class ThreadFilterForm(forms.Form):
         return {
             "text": data["q"].strip(),
             "owner": data["owner"].strip(),
+            "project": data["project"].strip(),
             "isolated": isolated,
             "failed_compaction": data["failed"],
         }
@@ -87,6 +90,7 @@ class ToolCallFilterForm(forms.Form):
 class SearchForm(forms.Form):
     q = forms.CharField(required=True, max_length=2000, label="Query")
     channel = forms.CharField(required=False, max_length=255, label="Channel (empty: global)")
+    project = forms.CharField(required=False, max_length=PROJECT_MAX_CHARS, label="Project (empty: every project)")
 
 
 class IsolationForm(forms.Form):

@@ -28,14 +28,17 @@ from django.db.models import (
     TextField,
     Value,
 )
+from django.db.models.expressions import RawSQL
 from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
 from console.calls import CallView, attach_calls_of_results, attach_results, attach_tool_calls
 from threadmem import selectors as domain_selectors
 from threadmem.errors import DomainError
+from threadmem.lib.projects import project_normal
 from threadmem.models import Compaction, EmbeddingProgress, Generation, IsolationEvent, Message, Thread, ToolCall
 from threadmem.render import message_data
+from threadmem.scope import project_sql
 
 THREADS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100
@@ -76,9 +79,15 @@ def _filter_given(rows: QuerySet, **lookups: Any) -> QuerySet:
 
 
 def thread_rows(
-    *, text: str = "", owner: str = "", isolated: bool | None = None, failed_compaction: bool = False
+    *,
+    text: str = "",
+    owner: str = "",
+    project: str = "",
+    isolated: bool | None = None,
+    failed_compaction: bool = False,
 ) -> QuerySet[Thread]:
-    """Threads with their generation and message counts, newest activity first.
+    """Threads with their generation and message counts, newest activity first; ``project``: its threads and those
+    of a directory below it, as search_memory's project keeps them.
 
     The counts are correlated subqueries rather than ``Count`` over joins: two
     joins would multiply each other, and a subquery stays one index range scan
@@ -99,6 +108,10 @@ def thread_rows(
     )
     if text:
         threads = threads.filter(Q(channel__icontains=text) | Q(title__icontains=text))
+    if project:
+        # The rule search applies (scope.project_sql), not a second spelling of it.
+        condition, params = project_sql(project_normal(project))
+        threads = threads.filter(pk__in=RawSQL(f"SELECT t.id FROM threadmem_thread t WHERE {condition}", params))
     threads = _filter_given(
         threads,
         owner__username__icontains=owner or None,
@@ -296,6 +309,12 @@ def isolation_trail(*, thread: Thread | None = None, message: Message | None = N
 def recent_channels(*, limit: int = 30) -> list[str]:
     """Suggestions for the search page's channel box."""
     return list(Thread.objects.order_by("-last_activity_at").values_list("channel", flat=True)[:limit])
+
+
+def recent_projects(*, limit: int = 50) -> list[str]:
+    """Suggestions for the project boxes (threads and search): the projects of the latest activity first."""
+    latest = Thread.objects.exclude(project="").values("project").annotate(last=Max("last_activity_at"))
+    return [row["project"] for row in latest.order_by("-last")[:limit]]
 
 
 # --- the tool-call log --------------------------------------------------------------

@@ -92,7 +92,8 @@ def _filtered_page(
 @staff_required
 def threads(request: HttpRequest) -> HttpResponse:
     form, _, page = _filtered_page(request, ThreadFilterForm, selectors.thread_rows, selectors.THREADS_PER_PAGE)
-    return render(request, "console/threads.html", {"form": form, "page": page, "nav": "threads"})
+    context = {"form": form, "page": page, "nav": "threads", "recent_projects": selectors.recent_projects()}
+    return render(request, "console/threads.html", context)
 
 
 @require_GET
@@ -298,13 +299,22 @@ def search(request: HttpRequest) -> HttpResponse:
     if "q" not in params and "query" in params:  # the API's name for it, so a URL can be shared between them
         params["q"] = params["query"]
     form = SearchForm(params or None)
-    context: dict[str, Any] = {"form": form, "nav": "search", "recent_channels": selectors.recent_channels()}
+    context: dict[str, Any] = {
+        "form": form,
+        "nav": "search",
+        "recent_channels": selectors.recent_channels(),
+        "recent_projects": selectors.recent_projects(),
+    }
     status = 200
     if form.is_valid():
         channel = form.cleaned_data["channel"].strip() or None
         try:
             result = search_memory(
-                user=request.user, query=form.cleaned_data["q"], channel=channel, surface=ToolCall.Surface.CONSOLE
+                user=request.user,
+                query=form.cleaned_data["q"],
+                channel=channel,
+                project=form.cleaned_data["project"].strip() or None,
+                surface=ToolCall.Surface.CONSOLE,
             )
         except DomainError as exc:
             context["error"] = exc.message

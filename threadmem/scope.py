@@ -12,7 +12,8 @@ from typing import NamedTuple
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
-from threadmem.errors import NotFound
+from threadmem.errors import InvalidInput, NotFound
+from threadmem.lib.projects import project_below
 from threadmem.models import Message, searchable_q
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.selectors import ScopePart, channel_holder, is_operator, scope_filter
@@ -31,8 +32,8 @@ class SearchScope:
     thread_id: int | None = None
     parts: tuple[ScopePart, ...] = ()
     # Global scope of a non-operator, resolved to the readable threads (their
-    # own, not isolated) so the literal SQL filters messages by an indexed
-    # column instead of joining every thread. None for an operator: the
+    # own, not isolated; an operator's too when a project narrows the scope) so the literal SQL filters messages by
+    # an indexed column instead of joining every thread. None for an operator's whole store: the
     # literal SQL leaves out the isolated threads itself (literal/filters.py, scope_sql).
     readable_thread_ids: tuple[int, ...] | None = None
     # Thread scope, and a non-operator's global scope: an upper bound of the
@@ -44,6 +45,9 @@ class SearchScope:
     # only messages of this role. The literal part applies them (literal/filters.py, hit_filter_sql).
     tools: tuple[str, ...] = ()
     role: str | None = None
+    # search_memory's project (docs/search.md, "Project scope"): a global scope holds only the project's threads
+    # (``readable_thread_ids``, for operators too); a thread scope was checked to be in it. None: every project.
+    project: str | None = None
     # The global scope (``channel`` None), set once: plain data for every branch the literal part writes.
     is_global: bool = field(init=False)
 
@@ -63,6 +67,9 @@ class SearchScope:
             condition &= Q(**{f"{prefix}thread__isolated": False})
             if not self.operator:
                 condition &= Q(**{f"{prefix}thread__owner": self.user})
+            if self.project is not None:
+                # The project's threads as resolve_scope found them (project_sql): one rule, one spelling.
+                condition &= Q(**{f"{prefix}thread_id__in": self.readable_thread_ids or ()})
             return condition
         return condition & scope_filter(list(self.parts), prefix=prefix)
 
@@ -96,6 +103,28 @@ FROM threadmem_thread t WHERE t.owner_id = %s AND NOT t.isolated
 """
 
 
+# Every thread but the isolated ones (an operator's global scope), when a project narrows it to a few.
+_UNISOLATED_SQL = """
+SELECT t.id, (SELECT coalesce(sum(g.visible_chars), 0) FROM threadmem_generation g WHERE g.thread_id = t.id)
+FROM threadmem_thread t WHERE NOT t.isolated
+"""
+
+
+def project_sql(project: str, alias: str = "t") -> tuple[str, list[object]]:
+    """A thread (alias ``alias``) is in ``project``: its project is that path or a path below it.
+
+    Compared with ``substr``, not ``LIKE``: SQLite's LIKE ignores case, and a path's ``%`` or ``_`` are plain.
+    """
+    below = project_below(project)
+    if not below:  # only a project's threads match: none is named by ""
+        return f"{alias}.project = %s AND {alias}.project <> ''", [project]
+    places = ", ".join(["%s"] * len(below))
+    return (
+        f"({alias}.project = %s OR substr({alias}.project, 1, %s) IN ({places}))",
+        [project, len(below[0]), *below],
+    )
+
+
 class ChainRow(NamedTuple):
     """One thread of a channel's fork chain (``_CHAIN_SQL``), the channel's own first."""
 
@@ -109,27 +138,34 @@ class ChainRow(NamedTuple):
     owner_name: str | None  # the channel's own thread only
 
 
-def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope:
+def resolve_scope(*, user: AbstractBaseUser, channel: str | None, project: str | None = None) -> SearchScope:
     """The scope of a search: ``channel`` None (or ``*``) is the global scope.
 
     A thread the caller may not read answers NotFound, like one that does not
     exist. An isolated ancestor is left out of a fork's scope: isolation hides
-    a thread from every scope but its own channel.
+    a thread from every scope but its own channel. ``project``: the global
+    scope holds only that project's threads; a channel outside it is refused
+    (InvalidInput), its ancestors come with it as they are.
     """
     operator = is_operator(user)
     if channel is None or channel == GLOBAL_CHANNEL:
-        if operator:
+        if operator and project is None:
             return SearchScope(user=user, operator=True, channel=None)
         # The running totals come in the same statement: an owner's store small enough is read whole, like a thread.
+        sql, params = (_UNISOLATED_SQL, []) if operator else (_OWNED_SQL, [user.pk])
+        if project is not None:
+            condition, condition_params = project_sql(project)
+            sql, params = f"{sql.rstrip()} AND {condition}", [*params, *condition_params]
         with connection.cursor() as cursor:
-            cursor.execute(_OWNED_SQL, [user.pk])
+            cursor.execute(sql, params)
             readable = cursor.fetchall()
         return SearchScope(
             user=user,
-            operator=False,
+            operator=operator,
             channel=None,
             readable_thread_ids=tuple(thread_id for thread_id, _ in readable),
             visible_bytes=sum(int(visible) for _, visible in readable),
+            project=project,
         )
     with connection.cursor() as cursor:
         cursor.execute(_CHAIN_SQL, [channel, user.pk, operator])
@@ -142,6 +178,8 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
         chain = [row for row in chain if row.root == root]
     kept = [row for row in chain if row.depth == 0 or not row.isolated]
     parts = tuple(ScopePart(thread_id=row.thread_id, max_seq=row.max_seq) for row in kept)
+    if project is not None:
+        _check_in_project(channel=channel, thread_id=chain[0].thread_id, project=project)
     return SearchScope(
         user=user,
         operator=operator,
@@ -149,4 +187,20 @@ def resolve_scope(*, user: AbstractBaseUser, channel: str | None) -> SearchScope
         thread_id=chain[0].thread_id,
         parts=parts,
         visible_bytes=sum(int(row.visible_bytes) for row in kept),
+        project=project,
     )
+
+
+def _check_in_project(*, channel: str, thread_id: int, project: str) -> None:
+    """A channel outside ``project`` is refused, not searched empty: "no hits" would read as "never happened"."""
+    condition, params = project_sql(project)
+    with connection.cursor() as cursor:
+        sql = f"SELECT t.project FROM threadmem_thread t WHERE t.id = %s AND NOT ({condition})"
+        cursor.execute(sql, [thread_id, *params])
+        outside = cursor.fetchone()
+    if outside is not None:
+        where = f"in project {outside[0]!r}" if outside[0] else "in no project"
+        raise InvalidInput(
+            f"thread {channel!r} is {where}, not {project!r}: pass that project, or an empty project to search it",
+            field="project",
+        )

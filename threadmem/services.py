@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
+from threadmem.lib.projects import PROJECT_MAX_CHARS, project_normal
 from threadmem.lib.validate import check_text, check_tool_calls, require_keys
 from threadmem.models import Generation, IsolationEvent, Message, Thread
 from threadmem.redaction import messages_redact, title_redacted
@@ -189,12 +190,14 @@ def thread_create(
     channel: str | None = None,
     title: str = "",
     fork_from: Message | None = None,
+    project: str | None = None,
 ) -> Thread:
     """Create a thread, or a fork of ``fork_from``'s thread at that message.
 
     A fork starts at the generation of its fork message: its ancestry is the
     parent's history up to and including that message, and its context starts
-    as the parent's context did at that point.
+    as the parent's context did at that point. ``project``: the path search's
+    project filter knows it by (a fork without one takes its parent's).
     """
     channel = _check_channel(channel) if channel is not None else _new_channel()
     # Every title is written here or in thread_update (the API, imports, restores): stored redacted, as messages are.
@@ -204,6 +207,10 @@ def thread_create(
     if fork_from is not None:
         number = fork_from.generation
         parent = fork_from.thread
+    if project is not None:
+        project = project_normal(check_text(project, name="project", max_chars=PROJECT_MAX_CHARS).strip())
+    elif parent is not None:
+        project = parent.project
     thread = create_unless_conflicting(
         Thread,
         channel=channel,
@@ -212,6 +219,7 @@ def thread_create(
         parent=parent,
         fork_message=fork_from,
         current_generation=number,
+        project=project or "",
     )
     if thread is None:
         raise Conflict(f"channel {channel!r} already exists", field="channel")

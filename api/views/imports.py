@@ -30,6 +30,8 @@ from threadmem.imports.catalogue import (
     session_thread,
 )
 from threadmem.imports.records import FORMATS
+from threadmem.lib.projects import PROJECT_MAX_CHARS
+from threadmem.lib.validate import check_text
 from threadmem.models import Import
 from threadmem.services import CHANNEL_MAX_CHARS
 
@@ -123,6 +125,15 @@ class ImportListView(APIView):
                 OpenApiParameter.QUERY,
                 description="the thread to import into, as the form field (the form field wins)",
             ),
+            OpenApiParameter(
+                "project",
+                {"type": "string", "maxLength": PROJECT_MAX_CHARS},
+                OpenApiParameter.QUERY,
+                description=(
+                    "a capture's project: the git root of the session's directory as the hook resolved it on its "
+                    "host, recorded on the threads the capture creates (else the session's directory)"
+                ),
+            ),
         ],
         responses={
             200: OpenApiTypes.OBJECT,
@@ -171,6 +182,7 @@ def _capture(request: Request, upload: Any) -> Response:
             offset=int(raw),
             chunks=upload.chunks(),
             fmt=_param(request, "format") or None,
+            project=_project(request),
         )
     except capture.OffsetMismatch as exc:
         return Response({"detail": exc.message, "offset": exc.server_offset}, status=status.HTTP_409_CONFLICT)
@@ -187,6 +199,11 @@ def _capture(request: Request, upload: Any) -> Response:
             "rewritten": bool(done.result.rewritten),
         }
     )
+
+
+def _project(request: Request) -> str:
+    """The capture's ``project``: the git root the hook resolved on its host (the server may not have it)."""
+    return check_text(_param(request, "project"), name="project", max_chars=PROJECT_MAX_CHARS).strip()
 
 
 def _param(request: Request, name: str) -> str:

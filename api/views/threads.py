@@ -36,7 +36,7 @@ from threadmem.lib.validate import require_keys
 from threadmem.models import Thread
 from threadmem.render import messages_data
 
-THREAD_CREATE_FIELDS = {"channel", "title", "fork_from"}
+THREAD_CREATE_FIELDS = {"channel", "title", "fork_from", "project"}
 FORK_FROM_FIELDS = {"channel", "message_id"}
 THREAD_UPDATE_FIELDS = {"title", "isolated"}
 
@@ -150,6 +150,7 @@ class ThreadListView(JSONAPIView):
             channel=body.get("channel"),
             title=body.get("title", ""),
             fork_from=fork_message,
+            project=body.get("project"),
         )
         return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
 

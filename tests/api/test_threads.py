@@ -14,7 +14,7 @@ from threadmem.models import Generation, Message, Thread
 
 # contract §6's thread, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
 THREAD_FIELDS = {
-    *("channel", "title", "isolated", "current_generation"),  # what it is
+    *("channel", "title", "project", "isolated", "current_generation"),  # what it is
     *("owner", "parent", "fork_message_id"),  # whose, forked from where
     *("created_at", "last_activity_at"),  # its times
 }

@@ -103,16 +103,16 @@ def test_it_keeps_filters_in_the_page_links(operator_console, owner):
 def test_it_lists_threads_in_a_fixed_number_of_queries(operator_console, owner, count, django_assert_num_queries):
     users = [owner, make_user(f"u{count}")]
     for i in range(count):
-        thread = make_thread(users[i % 2], f"q-{i}")
+        thread = make_thread(users[i % 2], f"q-{i}", project="/srv/app")
         append(thread, {"role": "user", "content": "x"}, {"role": "assistant", "content": "y"})
         Compaction.objects.create(thread=thread, generation=1, status=Compaction.Status.FAILED)
 
-    # session, user, count, page
-    with django_assert_num_queries(4):
+    # session, user, count, page, the project box's suggestions
+    with django_assert_num_queries(5):
         response = operator_console.get(URL)
     assert len(response.context["page"].object_list) == count
-    with django_assert_num_queries(4):
-        operator_console.get(URL, {"q": "q-", "failed": "on", "isolated": "no", "owner": "u"})
+    with django_assert_num_queries(5):
+        operator_console.get(URL, {"q": "q-", "failed": "on", "isolated": "no", "owner": "u", "project": "/srv/app"})
 
 
 def test_it_links_each_thread_to_its_page(operator_console, thread):

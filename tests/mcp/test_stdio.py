@@ -35,7 +35,7 @@ def test_it_lists_both_tools_in_a_fixed_order_with_titles_hints_and_schemas(alic
         assert tool.output_schema["type"] == "object"
         assert tool.input_schema["additionalProperties"] is False
     assert search.input_schema["required"] == ["query"]
-    assert set(search.input_schema["properties"]) == {"query", "channel", "cursor", "tool", "role"}
+    assert set(search.input_schema["properties"]) == {"query", "channel", "cursor", "tool", "role", "project"}
     assert read.input_schema["required"] == ["messageId"]
     assert set(read.input_schema["properties"]) == {"messageId", "view", "offset"}
     assert set(search.output_schema["required"]) >= {"text", "literal_hits_total", "hits"}

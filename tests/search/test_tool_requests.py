@@ -9,6 +9,7 @@ import pytest
 from api.declared import request_serializer
 from cli.management.commands.search_memory import Command as SearchMemoryCommand
 from mcp_server.tools import tools
+from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.bounded import QUERY_MAX_CHARS
 from threadmem.search.service import CHANNEL_MAX_CHARS
@@ -44,9 +45,11 @@ def test_every_schema_carries_the_limits_search_checks():
     model = SearchMemoryRequest.parameters()["properties"]
     assert model["query"]["maxLength"] == QUERY_MAX_CHARS
     assert model["channel"]["maxLength"] == CHANNEL_MAX_CHARS
+    assert model["project"]["maxLength"] == PROJECT_MAX_CHARS
     body = request_serializer(SearchMemoryRequest, "SearchRequest")()
     assert body.fields["query"].max_length == QUERY_MAX_CHARS
     assert body.fields["channel"].max_length == CHANNEL_MAX_CHARS
+    assert body.fields["project"].max_length == PROJECT_MAX_CHARS
     assert [name for name, field in body.fields.items() if field.required] == ["query"]
 
 
@@ -54,10 +57,10 @@ def test_every_schema_carries_the_limits_search_checks():
 def test_rest_answers_an_undeclared_field_with_the_declared_ones(owner_api, thread):
     response = owner_api.post("/api/v1/search/", {"query": "vortex", "limit": 3}, format="json")
     assert response.status_code == 400
-    assert response.json()["detail"] == "unknown fields: limit (allowed: query, channel, cursor, tool, role)"
+    assert response.json()["detail"] == "unknown fields: limit (allowed: query, channel, cursor, tool, role, project)"
     response = owner_api.post("/api/v1/search/", ["vortex"], format="json")
     assert response.json()["detail"] == (
-        "the body must be a JSON object with query and, optionally, channel, cursor, tool and role"
+        "the body must be a JSON object with query and, optionally, channel, cursor, tool, role and project"
     )
 
 

@@ -86,10 +86,12 @@ def capture_file(
     fmt: str | None = None,
     source_path: str | None = None,
     locked: CaptureCursor | None = None,
+    project: str = "",
 ) -> CaptureCursor:
     """Import what ``path`` gained since its cursor, under the cursor's row lock (two hooks at once take turns).
 
-    ``locked``: the cursor, already locked by the caller's transaction.
+    ``locked``: the cursor, already locked by the caller's transaction. ``project``: a new thread's project, as the
+    client resolved it (a remote hook); empty: resolved here from the session's working directory.
     """
     with transaction.atomic():
         cursor = locked or _cursor_locked(owner=owner, key=key)
@@ -105,7 +107,12 @@ def capture_file(
                 return cursor  # the first record, which names the format, is still being written
         result.files_read += 1
         reader = FileImport(
-            path=path, fmt=cursor.format, owner=owner, report=result.report, source_path=source_path or key
+            path=path,
+            fmt=cursor.format,
+            owner=owner,
+            report=result.report,
+            source_path=source_path or key,
+            project=project,
         )
         reader.start_at(offset=cursor.offset, line_number=cursor.line_number)
         reader.step(final=False)
@@ -170,9 +177,17 @@ def remote_copy(*, owner: AbstractBaseUser, name: str) -> Path:
 
 
 def capture_append(
-    *, owner: AbstractBaseUser, name: str, offset: int, chunks: Iterable[bytes], fmt: str | None = None
+    *,
+    owner: AbstractBaseUser,
+    name: str,
+    offset: int,
+    chunks: Iterable[bytes],
+    fmt: str | None = None,
+    project: str = "",
 ) -> RemoteCapture:
     """Append the bytes to the server's copy of ``name`` at ``offset``, then capture what the copy gained.
+
+    ``project``: the session's project as the hook resolved it on its host (this server may not have the directory).
 
     ``offset`` must be where the copy ends (else OffsetMismatch, nothing
     written), or 0: the whole file again, which replaces the copy (a file
@@ -197,7 +212,16 @@ def capture_append(
             with copy.open("wb" if offset == 0 else "ab") as handle:
                 for chunk in chunks:
                     handle.write(chunk)
-            capture_file(owner=owner, path=copy, key=key, result=result, fmt=fmt, source_path=name, locked=cursor)
+            capture_file(
+                owner=owner,
+                path=copy,
+                key=key,
+                result=result,
+                fmt=fmt,
+                source_path=name,
+                locked=cursor,
+                project=project,
+            )
         except BaseException:
             _restore(copy, previous=previous, size=size)
             raise

@@ -140,6 +140,7 @@ def _header(thread: Thread, *, withhold_isolated: bool) -> dict[str, Any]:
             "source_path": thread.source_path,
             "source_session_id": thread.source_session_id,
             "source_cwd": thread.source_cwd,
+            "project": thread.project,
             "created_at": _time(thread.created_at),
             "last_activity_at": _time(thread.last_activity_at),
             "isolated": thread.isolated,

@@ -40,6 +40,7 @@ from threadmem import services
 from threadmem.errors import Conflict, DomainError, InvalidInput, PermissionDenied
 from threadmem.imports.export import FORMAT, MESSAGE_REF, VERSION
 from threadmem.imports.records import Line, Problem, load_record, read_complete_lines
+from threadmem.lib.projects import PROJECT_MAX_CHARS, project_normal, project_root
 from threadmem.lib.storable import MAX_JSON_DEPTH, json_problem
 from threadmem.models import Generation, Message, Thread
 
@@ -558,6 +559,9 @@ class _Restore:
             ("source_cwd", 1000),
         ):
             fields[name] = str(header.get(name) or "")[:limit]
+        # An export before projects has none: its working directory's, as an import resolves it.
+        project = str(header.get("project") or "") or project_root(fields["source_cwd"])
+        fields["project"] = project_normal(project)[:PROJECT_MAX_CHARS]
         fields.update({name: when for name, when in self.times.items() if when is not None})
         Thread.objects.filter(pk=thread.pk).update(**fields)
         thread.refresh_from_db()

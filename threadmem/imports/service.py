@@ -176,6 +176,7 @@ class FileImport:
         channel: str | None = None,
         source_path: str | None = None,
         on_problem: Callable[[str], None] | None = None,
+        project: str = "",
     ) -> None:
         if fmt not in FORMATS:
             raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
@@ -185,6 +186,8 @@ class FileImport:
             )
         self.path, self.fmt, self.owner, self.report = path, fmt, owner, report
         self.channel = channel
+        # The project a remote hook resolved on its own host; empty: the session's cwd, resolved here if it exists.
+        self.project = project
         self.source_path = source_path or str(path)
         self.on_problem = on_problem
         self.offset = 0
@@ -307,6 +310,7 @@ class FileImport:
             session_id=session_id,
             title=prompt or f"Codex session {session_id[:8]}",
             cwd=parser.cwd,
+            project=self.project,
         )
 
     def _claude_thread(self) -> Thread:
@@ -322,6 +326,7 @@ class FileImport:
                 session_id=session_id,
                 title=title,
                 cwd=self.parser.cwd,
+                project=self.project,
             )
         agent = self.path.stem  # agent-<agentId>
         parent_session = self.path.parent.parent.name
@@ -339,6 +344,7 @@ class FileImport:
             title=f"{title} · {agent}",
             fork_from=fork,
             cwd=self.parser.cwd,
+            project=self.project,
         )
 
 

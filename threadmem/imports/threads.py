@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem import services
 from threadmem.errors import Conflict
+from threadmem.lib.projects import PROJECT_MAX_CHARS, project_normal, project_root
 from threadmem.models import Generation, Message, Thread, ToolArgument
 
 TASK_TOOL_NAMES = ("Task", "Agent")
@@ -21,8 +22,11 @@ def thread_for_import(
     title: str = "",
     fork_from: Message | None = None,
     cwd: str = "",
+    project: str = "",
 ) -> Thread:
-    """The owner's thread on ``channel``, created if new (channels are per owner: another owner's is not this one)."""
+    """The owner's thread on ``channel``, created if new (channels are per owner: another owner's is not this one).
+
+    ``project``: the git root the client resolved; without it, ``cwd``'s own where it exists here, else ``cwd``."""
     thread = Thread.objects.filter(owner=owner, channel=channel).first()
     if thread is not None:
         return thread
@@ -37,7 +41,8 @@ def thread_for_import(
         session_id[:255],
         cwd[:1000],
     )
-    thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd"])
+    thread.project = (project_normal(project) if project else project_root(cwd))[:PROJECT_MAX_CHARS]
+    thread.save(update_fields=["source_format", "source_path", "source_session_id", "source_cwd", "project"])
     return thread
 
 

@@ -47,11 +47,16 @@ class Thread(models.Model):
     source_session_id = models.CharField(max_length=255, blank=True, default="", db_default="")
     # The agent's working directory (its project): the SessionStart catalogue lists a project's sessions by it.
     source_cwd = models.CharField(max_length=1000, blank=True, default="", db_default="")
+    # The project search_memory's ``project`` filters by: the working directory resolved to its git root where the
+    # client or this server could (threadmem/lib/projects.py). Empty: none known.
+    project = models.CharField(max_length=1000, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-last_activity_at", "-id"]
         permissions = [("isolate", "Can toggle isolation of threads and messages")]
         constraints = [models.UniqueConstraint(fields=["owner", "channel"], name="thread_owner_channel")]
+        # A project's threads of one owner (search_memory's project filter, the console's).
+        indexes = [models.Index(fields=["owner", "project"], name="thread_owner_project")]
 
     def __str__(self) -> str:
         return self.channel

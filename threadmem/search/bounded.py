@@ -256,13 +256,22 @@ def literal_part(
 
 
 def header_lines(
-    *, channel: str | None, query: str, total: int, shown: int, bounded: bool, stopped_early: bool = False
+    *,
+    channel: str | None,
+    query: str,
+    total: int,
+    shown: int,
+    bounded: bool,
+    stopped_early: bool = False,
+    project: str | None = None,
 ) -> str:
     total_text = f"more than {total}" if bounded else f"at least {total}" if stopped_early else str(total)
+    # Named only when a search asked for one: without it the line is as it always was.
+    within = f' · project: "{one_line(project)}"' if project is not None else ""
     return (
         f"{HEADER}\n"
-        f'channel: {one_line(channel) if channel else GLOBAL_CHANNEL} · query: "{one_line(query.strip())}" · '
-        f"literal hits: {total_text} ({shown} shown)"
+        f"channel: {one_line(channel) if channel else GLOBAL_CHANNEL}{within} · "
+        f'query: "{one_line(query.strip())}" · literal hits: {total_text} ({shown} shown)'
     )
 
 

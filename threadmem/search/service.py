@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 
 from threadmem.errors import InvalidInput
+from threadmem.lib.projects import PROJECT_MAX_CHARS, project_normal
 from threadmem.lib.terms import TRIGRAM_RUN, has_trigram_run, query_terms
 from threadmem.lib.validate import check_text
 from threadmem.models import Message, ToolCall
@@ -64,6 +65,18 @@ def _check_channel(channel: Any) -> str | None:
     return channel
 
 
+def _check_project(project: Any) -> str | None:
+    """``project``: a path as the thread recorded it (trailing separators dropped); None or blank: every project."""
+    if project is None:
+        return None
+    project = check_text(project, name="project")
+    if not project.strip():
+        return None
+    if len(project) > PROJECT_MAX_CHARS:
+        raise InvalidInput(f"project is longer than {PROJECT_MAX_CHARS} characters", field="project")
+    return project_normal(project.strip())
+
+
 def _check_tools(tool: Any) -> tuple[str, ...]:
     """``tool``: one tool name or a list of them (any case); None or empty: every hit."""
     names = [tool] if isinstance(tool, str) else tool if isinstance(tool, list) else None
@@ -113,6 +126,7 @@ def search_memory(
     cursor: str | None = None,
     tool: str | list[str] | None = None,
     role: str | None = None,
+    project: str | None = None,
     surface: str = "api",
 ) -> SearchResult:
     """The bounded pull interface (contract §2, §9). Logs one ToolCall row, refused calls included.
@@ -120,19 +134,22 @@ def search_memory(
     ``cursor``: the ``next_cursor`` of an earlier answer to the same caller, query and channel; the answer
     then lists the hits after the ones that answer listed. ``tool`` (a name or a list) and ``role`` keep only
     the hits of those tools' calls and results, and of messages of that role; a cursor is bound to them too.
+    ``project`` keeps the threads of that project (or a directory below it); a channel outside it is refused.
     """
     arguments: dict[str, Any] = {"query": query, "channel": channel}
-    for name, value in (("cursor", cursor), ("tool", tool), ("role", role)):
+    for name, value in (("cursor", cursor), ("tool", tool), ("role", role), ("project", project)):
         if value is not None:
             arguments[name] = value
     with logged_call(tool=ToolCall.Tool.SEARCH_MEMORY, user=user, surface=surface, arguments=arguments) as call:
         query = _check_query(query)
         channel = _check_channel(channel)
-        tools, role = _check_tools(tool), _check_role(role)
-        scope = replace(resolve_scope(user=user, channel=channel), tools=tools, role=role)
+        tools, role, project = _check_tools(tool), _check_role(role), _check_project(project)
+        scope = replace(resolve_scope(user=user, channel=channel, project=project), tools=tools, role=role)
         call.thread_id = scope.thread_id
         terms = _terms(query, global_scope=scope.is_global)
-        bound = {"user_id": user.pk, "channel": scope.channel, "query": query, "filters": (tools, role)}
+        # The project joins the filters only when given: a cursor of a search without one reads as before.
+        filters = (tools, role) if project is None else (tools, role, project)
+        bound = {"user_id": user.pk, "channel": scope.channel, "query": query, "filters": filters}
         start = cursor_read(cursor, **bound) if cursor is not None else None
         lane = semantic.start(scope=scope, query=query, terms=terms)
         literal = literal_search(
@@ -144,6 +161,7 @@ def search_memory(
         )
         header = header_lines(
             channel=scope.channel,
+            project=project,
             query=query,
             total=literal.total,
             shown=literal.shown,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.models import Message
 from threadmem.search.audit import AUDIT_READ_MAX_CHARS, VIEWS
 from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, WINDOW_CHARS
@@ -129,6 +130,24 @@ class SearchMemoryRequest(ToolRequest):
             choices=tuple(Message.Role.choices),
             doc="Only hits in messages of this role (a tool call's arguments are the assistant's).",
             api_doc="only hits in messages of this role",
+        ),
+    )
+
+    project: str | None = field(
+        default=None,
+        metadata=arg(
+            schema={"type": "string", "maxLength": PROJECT_MAX_CHARS},
+            nullable=True,
+            doc=(
+                "Only threads of this project: the absolute path of its root directory (a git repository's top, "
+                "e.g. /home/me/src/app), which also covers sessions run in a directory below it. Omit it, or pass "
+                '"", to search every project; with channel, the thread must be in the project.'
+            ),
+            api_doc=(
+                "only threads whose project (the session's git root, else its working directory) is this path or a "
+                "directory below it; with channel, a thread outside it answers 400"
+            ),
+            query_doc="only threads of this project (a path, or below it)",
         ),
     )
 

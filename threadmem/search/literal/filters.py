@@ -89,8 +89,8 @@ def scope_sql(
     """``(condition, params)`` restricting message alias ``message`` (and argument alias ``argument``) to the scope.
 
     Thread scope: the thread and its ancestors, each capped at its fork point.
-    Global scope: the caller's readable threads (non-operators), as resolved
-    by ``resolve_scope``, or every thread but the isolated ones (operators),
+    Global scope: the caller's readable threads (non-operators, and anyone's
+    in a project), as resolved by ``resolve_scope``, or every thread but the isolated ones (operators),
     which the statement looks up itself: one round trip less per search.
     """
     if scope.is_global:

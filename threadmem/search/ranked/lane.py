@@ -291,7 +291,7 @@ def ranked_results(
     ]
     lines = {}
     if scope.is_global:
-        by_thread = threads.thread_lines([r.match.thread_id for r in fused])
+        by_thread = threads.thread_lines([r.match.thread_id for r in fused], with_project=scope.project is not None)
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
     return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note, thread_lines=lines)
 

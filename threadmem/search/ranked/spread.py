@@ -85,6 +85,9 @@ def global_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
         sql, params = _PROGRESS_SQL, [model]
         if owner is not None:
             sql, params = f"{sql} AND t.owner_id = %s", [model, owner]
+        if scope.project is not None:  # the project's threads, as resolve_scope found them
+            condition, condition_params = in_ids(vendor, "t.id", scope.readable_thread_ids or ())
+            sql, params = f"{sql} AND {condition}", [*params, *condition_params]
         cursor.execute(sql, params)
         progress = {thread_id: (changes, pieces) for thread_id, changes, pieces in cursor.fetchall()}
         if sum(pieces for _, pieces in progress.values()) > GLOBAL_MAX_PIECES:
@@ -105,8 +108,10 @@ def global_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     if len(ids) > GLOBAL_MAX_PIECES:
         return None
     ids.sort()
-    # One key for the owner (or every operator): the keyword index and vectors kept for it follow its pieces.
-    return ScopePieces(ids=ids, key=(model, "global", owner))
+    # One key for the owner (or every operator) and project: the keyword index and vectors kept for it follow its
+    # pieces.
+    key = (model, "global", owner) if scope.project is None else (model, "global", owner, scope.project)
+    return ScopePieces(ids=ids, key=key)
 
 
 def _threads(cursor, vendor: str, model: str, progress: dict[int, tuple[int, int]]) -> list[ThreadPieces]:

@@ -16,29 +16,36 @@ TITLE_CHARS = 60
 PROMPT_CHARS = 100
 # The first prompt: the thread's first user message that a search may show.
 _SQL = (
-    "SELECT t.id, t.channel, t.title, t.created_at, t.last_activity_at, "
+    "SELECT t.id, t.channel, t.title, t.created_at, t.last_activity_at, {project}"
     "(SELECT substr(m.content, 1, %s) FROM threadmem_message m WHERE m.thread_id = t.id AND m.role = 'user' "
     "AND {searchable} ORDER BY m.seq LIMIT 1) FROM threadmem_thread t WHERE {threads}"
 )
 
 
-def thread_lines(thread_ids: list[int]) -> dict[int, str]:
-    """Each thread's line: ``- channel="…" "title" first prompt: "…" (first day – last day)``."""
+def thread_lines(thread_ids: list[int], *, with_project: bool = False) -> dict[int, str]:
+    """Each thread's line: ``- channel="…" "title" first prompt: "…" (first day – last day)``; ``with_project``
+    (a search within a project) names each thread's own project after its channel: a directory below the one asked
+    for shows which."""
     if not thread_ids:
         return {}
     searchable, searchable_params = searchable_sql("m")
     threads, thread_params = in_ids(connection.vendor, "t.id", sorted(set(thread_ids)))
     with connection.cursor() as cursor:
         cursor.execute(
-            _SQL.format(searchable=searchable, threads=threads),
+            # The project's column only when named: the statement without one stays as it was.
+            _SQL.format(searchable=searchable, threads=threads, project="t.project, " if with_project else ""),
             [PROMPT_CHARS + 1, *searchable_params, *thread_params],
         )
         rows = cursor.fetchall()
-    return {thread_id: _line(*row) for thread_id, *row in rows}
+    if not with_project:
+        return {thread_id: _line(*row) for thread_id, *row in rows}
+    return {thread_id: _line(*row, prompt, project=project) for thread_id, *row, project, prompt in rows}
 
 
-def _line(channel: str, title: str, created, last, prompt: str | None) -> str:
+def _line(channel: str, title: str, created, last, prompt: str | None, *, project: str | None = None) -> str:
     parts = [f'- channel="{one_line(channel)}"']
+    if project is not None:
+        parts.append(f'project="{one_line(project)}"')
     if title and title != channel:
         parts.append(f'"{_cut(one_line(title), TITLE_CHARS)}"')
     if prompt:
