@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 import subprocess
+import sys
+import time
 
+import anyio
 import mcp_types as types
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from cli.bridge import project_of, with_project
+from tests.support.mcp_client import ROOT, free_port
 
 
 def tool(name: str, *properties: str) -> types.Tool:
@@ -34,3 +43,45 @@ def test_the_project_is_the_git_root_of_the_working_directory_or_the_directory(t
     (worktree / "lib").mkdir(parents=True)
     (worktree / ".git").write_text(f"gitdir: {repository}/.git/worktrees/w\n")  # a worktree's .git is a file
     assert project_of(worktree / "lib") == str(worktree.resolve())
+
+
+def test_the_bridge_forwards_with_the_token_and_adds_the_project_to_a_server_that_declares_it(tmp_path):
+    """A real server whose search_memory takes ``project`` (tests/support/project_server.py), the bridge as a
+    process started in a subfolder of a git repository, the SDK's stdio client."""
+    repository = tmp_path / "repo"
+    (repository / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    port = free_port()
+    echo = subprocess.Popen([sys.executable, "-m", "tests.support.project_server", str(port)], cwd=ROOT)
+    try:
+        _until_listening(port)
+        env = {**os.environ, "THREADMEM_URL": f"http://127.0.0.1:{port}", "THREADMEM_TOKEN": "tok-1", "PYTHONPATH": str(ROOT)}
+        bridge = StdioServerParameters(
+            command=sys.executable, args=["-m", "cli.main", "mcp"], env=env, cwd=str(repository / "src")
+        )
+
+        async def main():
+            with anyio.fail_after(60):
+                async with Client(bridge) as client:
+                    tools = (await client.list_tools()).tools
+                    plain = await client.call_tool("search_memory", {"query": "x"})
+                    named = await client.call_tool("search_memory", {"query": "x", "project": "/elsewhere"})
+                    return tools, json.loads(plain.content[0].text), json.loads(named.content[0].text)
+
+        tools, plain, named = anyio.run(main)
+    finally:
+        echo.terminate()
+        echo.wait(timeout=10)
+    assert [tool.name for tool in tools] == ["search_memory"]
+    assert plain == {"arguments": {"query": "x", "project": str(repository.resolve())}, "authorization": "Bearer tok-1"}
+    assert named["arguments"] == {"query": "x", "project": "/elsewhere"}
+
+
+def _until_listening(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError("the echo server did not start")
