@@ -55,7 +55,8 @@ def test_the_bridge_forwards_with_the_token_and_adds_the_project_to_a_server_tha
     echo = subprocess.Popen([sys.executable, "-m", "tests.support.project_server", str(port)], cwd=ROOT)
     try:
         _until_listening(port)
-        env = {**os.environ, "THREADMEM_URL": f"http://127.0.0.1:{port}", "THREADMEM_TOKEN": "tok-1", "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "THREADMEM_TOKEN": "tok-1"}
+        env["THREADMEM_URL"] = f"http://127.0.0.1:{port}"
         bridge = StdioServerParameters(
             command=sys.executable, args=["-m", "cli.main", "mcp"], env=env, cwd=str(repository / "src")
         )
