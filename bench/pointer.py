@@ -34,7 +34,7 @@ session; the second is held out. To compare with another commit's pointer, run t
 Then the hook's cost: a session of ``--megabytes`` (the records before the compaction, repeated with fresh ids)
 is captured at PreCompact, its boundary and summary are written, and SessionStart(compact) runs ``--runs`` times
 (after one untimed run that captures them): ``manage.py capture`` in this process (the command's own work), as
-its own process as Claude Code runs it, and ``scripts/threadmem-capture-hook`` as its own process against the
+its own process as Claude Code runs it, and ``plugin/scripts/threadmem-capture-hook`` as its own process against the
 deployment's app under uvicorn on loopback. Target: p90 <= 1 s for a hook's whole process.
 """
 
@@ -392,11 +392,12 @@ def main() -> None:
                 "THREADMEM_TOKEN": Token.objects.get_or_create(user=user)[0].key,
                 "THREADMEM_CAPTURE_STATE": str(folder / "capture-state.json"),
             }
-            script = [sys.executable, str(ROOT / "scripts" / "threadmem-capture-hook")]
+            script = [sys.executable, str(ROOT / "plugin" / "scripts" / "threadmem-capture-hook")]
             megabytes, walls = hook_process_times(
                 folder, megabytes=args.megabytes, runs=args.runs, command=script, env=remote_env
             )
-            report("scripts/threadmem-capture-hook as its own process, a local server", megabytes, walls, target=True)
+            label = "plugin/scripts/threadmem-capture-hook as its own process, a local server"
+            report(label, megabytes, walls, target=True)
     finally:
         clean()
         shutil.rmtree(folder, ignore_errors=True)

@@ -20,23 +20,30 @@ from django.core.exceptions import ImproperlyConfigured
 from config.env import env_bool, env_float, env_int, env_rate_or_off, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# A checkout runs in place (`make run`, the tests): its files are beside the code. An installed copy (`pip install`,
+# the `threadmem` command) has no manage.py beside its packages: its files go to the user's data directory, and
+# its templates and static files were installed inside config/ (setup.py).
+CHECKOUT = (BASE_DIR / "manage.py").is_file()
+DATA_DIR = BASE_DIR if CHECKOUT else Path(env_str("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "threadmem"
+RESOURCES_DIR = BASE_DIR if CHECKOUT else Path(__file__).resolve().parent
 
-
-# `make run` creates it (the Makefile's .secret_key target); settings only read it.
-SECRET_KEY_FILE = BASE_DIR / ".secret_key"
+# `make run` creates it in a checkout (the Makefile's .secret_key target); there settings only read it.
+SECRET_KEY_FILE = DATA_DIR / ".secret_key"
 # Under pytest a missing key is made up for the process (conftest.py hands it to workers).
 TESTING = "pytest" in sys.modules
 
 
 def secret_key(*, debug: bool) -> str:
-    """SECRET_KEY, else the per-checkout key in .secret_key (kept out of git), else refuse.
+    """SECRET_KEY, else the key in .secret_key (kept out of git), else refuse, or create it for an installed copy.
 
-    Importing settings never writes a file. Under DEBUG or tests a missing
+    Importing a checkout's settings never writes a file. Under DEBUG or tests a missing
     key is a random one for this process only (sessions end with it).
     """
     key = env_str("SECRET_KEY")
     if key:
         return key
+    if not CHECKOUT and not TESTING:
+        return _created_key(SECRET_KEY_FILE)
     try:
         key = SECRET_KEY_FILE.read_text().strip()
     except FileNotFoundError:
@@ -49,6 +56,23 @@ def secret_key(*, debug: bool) -> str:
         f"SECRET_KEY is not set and {SECRET_KEY_FILE} does not exist: set SECRET_KEY (production), "
         "or run `make run` once, which creates .secret_key for this checkout"
     )
+
+
+def _created_key(path: Path) -> str:
+    """The installed copy's key, written once (0600) by whichever of its processes comes first."""
+    if not path.exists():
+        # The folder holds the whole memory (the database): its owner's alone.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = path.with_name(f"{path.name}.{os.getpid()}")
+        with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+            handle.write(secrets.token_urlsafe(50) + "\n")
+        try:
+            os.link(draft, path)  # fails if another process linked its key first: theirs is the key
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
+    return path.read_text().strip()
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -95,7 +119,7 @@ WSGI_APPLICATION = "config.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [RESOURCES_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -108,7 +132,7 @@ TEMPLATES = [
 ]
 
 # --- Database -------------------------------------------------------------
-DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'threadmem.sqlite3'}"
+DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'threadmem.sqlite3'}"
 try:
     # Health checks: a kept connection that a database restart broke is replaced at the start of the next
     # request instead of failing it.
@@ -165,10 +189,10 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = DATA_DIR / "staticfiles"
 # WhiteNoise warns on every request when this folder is missing; collectstatic fills it.
-STATIC_ROOT.mkdir(exist_ok=True)
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+STATICFILES_DIRS = [RESOURCES_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -373,7 +397,7 @@ SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
 # --- Imports (threadmem/imports/) ---------------------------------------------
 # Where API uploads wait for their task: workers must see the same folder.
-THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or BASE_DIR / "var" / "imports")
+THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or DATA_DIR / "var" / "imports")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
 THREADMEM_IMPORT_INLINE_BYTES = 1024 * 1024
 # A larger upload answers 413, and what was written of it is deleted.

@@ -13,11 +13,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from rest_framework.authtoken.models import Token
 
 from threadmem import services
 from threadmem.compaction.service import compaction_run_now
 from threadmem.models import Message, Thread
 
+ADMIN_USERNAME = "admin"
 DEMO_OWNER = "demo-agent"
 DEPLOY_CHANNEL = "slack:C042/1700000000.1"
 MIGRATION_CHANNEL = "cli:ops/db-migration-2024-11"
@@ -294,6 +296,21 @@ def _ensure_thread(
         services.messages_append(thread=thread, messages=services.messages_parse(history))
     result.created.append(channel)
     return thread
+
+
+def admin_ensure(*, password: str | None) -> tuple[AbstractBaseUser, str]:
+    """The operator login and its API token (kept across runs); ``password`` replaces its password, None keeps it
+    (a new admin then has no usable password until a server start gives it one)."""
+    with transaction.atomic():
+        admin, created = get_user_model().objects.get_or_create(username=ADMIN_USERNAME)
+        admin.is_staff = admin.is_superuser = admin.is_active = True
+        if password is not None:
+            admin.set_password(password)
+        elif created:
+            admin.set_unusable_password()
+        admin.save()
+        token, _ = Token.objects.get_or_create(user=admin)
+    return admin, token.key
 
 
 def demo_load() -> DemoResult:

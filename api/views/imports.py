@@ -238,7 +238,7 @@ class SessionCatalogueView(APIView):
         summary="The pointer at session start: the caller's earlier sessions of a project, or after a compaction",
         description=(
             "What a SessionStart hook on another host adds to the new session's context "
-            "(`scripts/threadmem-capture-hook`; `manage.py capture` prints the same locally): the caller's "
+            "(`plugin/scripts/threadmem-capture-hook`; `manage.py capture` prints the same locally): the caller's "
             "earlier sessions of the project, newest first (channel, first prompt or title, dates, message count) "
             "and one line saying to call `search_memory` with a channel from it; never their content. The "
             "project: threads whose working directory is `cwd`, or whose session file (as the client named it "

@@ -23,7 +23,7 @@ from threadmem.lib.projects import project_root
 from threadmem.models import Thread
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOK = ROOT / "scripts" / "threadmem-capture-hook"
+HOOK = ROOT / "plugin" / "scripts" / "threadmem-capture-hook"
 RECORDED_CWD = "/home/marco/projects/spotter"  # the shared sessions' cwd: no such directory here
 
 

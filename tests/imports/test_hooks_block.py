@@ -62,7 +62,7 @@ def test_the_codex_block_names_only_events_capture_handles_with_the_local_comman
 def test_the_remote_blocks_commands_capture_and_point_as_written(live_server, owner, tmp_path):
     token = Token.objects.create(user=owner).key
     script = tmp_path / "threadmem-capture-hook"
-    shutil.copy(ROOT / "scripts" / "threadmem-capture-hook", script)
+    shutil.copy(ROOT / "plugin" / "scripts" / "threadmem-capture-hook", script)
     session = tmp_path / "project" / "short.jsonl"
     session.parent.mkdir()
     shutil.copy(data_dir() / "short.jsonl", session)

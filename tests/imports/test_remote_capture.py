@@ -20,7 +20,7 @@ from tests.support.sessions import LONG, data_dir
 from threadmem.models import Message, Thread
 
 ROOT = Path(__file__).resolve().parents[2]
-HOOK = ROOT / "scripts" / "threadmem-capture-hook"
+HOOK = ROOT / "plugin" / "scripts" / "threadmem-capture-hook"
 CLIENT_DIR = "/home/marco/.claude/projects/-home-marco-projects-spotter"
 
 

@@ -21,14 +21,19 @@ from typing import Any
 
 from tests.support.http import read_json, send_json
 
+SEARCH_TOOL = "mcp__threadmem__search_memory"
+# The same tool served by the plugin (plugin/.mcp.json): Claude Code names a plugin's tools after the plugin too.
+PLUGIN_SEARCH_TOOL = "mcp__plugin_threadmem_threadmem__search_memory"
+
 
 class Script:
     """What the scripted model does, and what it was handed (``tool_results``: each request's tool results)."""
 
     input_tokens = 10  # the usage the next answer reports
 
-    def __init__(self, search_arguments: dict[str, Any]) -> None:
+    def __init__(self, search_arguments: dict[str, Any], *, tool: str = SEARCH_TOOL) -> None:
         self.search_arguments = search_arguments
+        self.tool = tool
         self.requests: list[dict[str, Any]] = []
         self.tool_results: list[Any] = []
 
@@ -38,20 +43,20 @@ class Script:
         tools = {tool.get("name") for tool in body.get("tools") or []}
         last = (body.get("messages") or [{}])[-1]
         results = [b for b in last.get("content", []) if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if "ToolSearch" not in tools and "mcp__threadmem__search_memory" not in tools:
+        if "ToolSearch" not in tools and self.tool not in tools:
             return [{"type": "text", "text": "ok"}]
         if not results:
-            if "mcp__threadmem__search_memory" in tools and "ToolSearch" not in tools:
-                return [self._use("mcp__threadmem__search_memory", self.search_arguments)]
-            return [self._use("ToolSearch", {"query": "select:mcp__threadmem__search_memory", "max_results": 1})]
+            if self.tool in tools and "ToolSearch" not in tools:
+                return [self._use(self.tool, self.search_arguments)]
+            return [self._use("ToolSearch", {"query": f"select:{self.tool}", "max_results": 1})]
         self.tool_results.append(results)
         if len(self.tool_results) == 1 and "ToolSearch" in tools and not self._searched(body):
-            return [self._use("mcp__threadmem__search_memory", self.search_arguments)]
+            return [self._use(self.tool, self.search_arguments)]
         return [{"type": "text", "text": "done"}]
 
     def _searched(self, body: dict[str, Any]) -> bool:
         return any(
-            b.get("type") == "tool_use" and b.get("name") == "mcp__threadmem__search_memory"
+            b.get("type") == "tool_use" and b.get("name") == self.tool
             for m in body.get("messages", [])
             if isinstance(m.get("content"), list)
             for b in m["content"]
@@ -67,7 +72,6 @@ SUMMARY_REQUEST_MARK = "Your task is to create a detailed summary"
 CONTINUED_MARK = "This session is being continued from a previous conversation"
 HOOK_CONTEXT_MARK = "SessionStart hook additional context:"
 SEARCH_CALL_RE = re.compile(r'search_memory\(channel=("(?:[^"\\]|\\.)*"), query=("(?:[^"\\]|\\.)*")\)')
-SEARCH_TOOL = "mcp__threadmem__search_memory"
 
 
 class CompactionScript(Script):
@@ -76,8 +80,8 @@ class CompactionScript(Script):
     compaction is kept (``after_compaction``); the script then calls search_memory with the first call the pointer
     in it names, and ends the turn once it has the result."""
 
-    def __init__(self, commands: list[str], *, summary: str, compact_at_tokens: int) -> None:
-        super().__init__({})
+    def __init__(self, commands: list[str], *, summary: str, compact_at_tokens: int, tool: str = SEARCH_TOOL) -> None:
+        super().__init__({}, tool=tool)
         self.commands = list(commands)
         self.summary = summary
         self.compact_at_tokens = compact_at_tokens
@@ -120,9 +124,9 @@ class CompactionScript(Script):
             if self._searched(body):
                 return [{"type": "text", "text": "done"}]
             self.search_arguments = self.pointed_search()
-            if SEARCH_TOOL not in tools and not results:
-                return [self._use("ToolSearch", {"query": f"select:{SEARCH_TOOL}", "max_results": 1})]
-            return [self._use(SEARCH_TOOL, self.search_arguments)]
+            if self.tool not in tools and not results:
+                return [self._use("ToolSearch", {"query": f"select:{self.tool}", "max_results": 1})]
+            return [self._use(self.tool, self.search_arguments)]
 
     def pointed_search(self) -> dict[str, str]:
         """The arguments of the first search_memory call the pointer (the hook's context after the compaction)

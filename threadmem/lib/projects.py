@@ -1,6 +1,6 @@
 """A session's project: its working directory, resolved to the git root above it where there is one.
 
-The capture hooks resolve it where the session runs (``scripts/threadmem-capture-hook`` carries a copy of
+The capture hooks resolve it where the session runs (``plugin/scripts/threadmem-capture-hook`` carries a copy of
 ``project_root``: it is stdlib-only and standalone); the server resolves a directory only when it exists on the
 server (a local import or capture), and otherwise keeps the working directory as it came (docs/search.md,
 "Project scope").

@@ -12,8 +12,8 @@ file without a hook (a Codex rollout, a script). The owner is ``--owner``,
 else the owner of the API token in ``THREADMEM_TOKEN``.
 
 It never blocks the agent: whatever fails, it exits 0 with one line on
-standard error; the details go to ``var/capture.log`` in the checkout, or
-to ``~/.cache/threadmem/capture.log`` where the checkout is not writable
+standard error; the details go to ``var/capture.log`` in the checkout (or an installed copy's data directory),
+or to ``~/.cache/threadmem/capture.log`` where that is not writable
 (docs/imports.md).
 """
 
@@ -163,8 +163,9 @@ def _log_failure(exc: BaseException) -> None:
 
 
 def capture_log_paths() -> tuple[Path, Path]:
-    """Where the capture log goes: the checkout's var/, else (a hook whose user cannot write there) the user's cache."""
-    return Path(settings.BASE_DIR) / "var" / "capture.log", Path(os.path.expanduser("~/.cache/threadmem/capture.log"))
+    """Where the capture log goes: var/ in the checkout or the data directory, else (a hook whose user cannot write
+    there) the user's cache."""
+    return Path(settings.DATA_DIR) / "var" / "capture.log", Path(os.path.expanduser("~/.cache/threadmem/capture.log"))
 
 
 def _log(message: str, *, exc: BaseException | None = None) -> None:

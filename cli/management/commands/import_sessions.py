@@ -28,6 +28,8 @@ from threadmem.lib.validate import check_text
 from threadmem.services import CHANNEL_MAX_CHARS
 
 PLAIN_PROGRESS_STEP = 0.1  # a plain progress line every tenth of the bytes
+# The summary names this many threads, then counts the rest (a whole ~/.claude/projects is hundreds).
+SUMMARY_THREADS = 10
 
 
 class Command(BaseCommand):
@@ -94,7 +96,7 @@ class Command(BaseCommand):
             f"imported {report.files} file(s), {report.lines} lines, {report.bytes} bytes: "
             f"{report.messages_new} new messages, {report.messages_known} already imported"
             + (f", {report.messages_grown} grown" if report.messages_grown else "")
-            + f"; threads: {', '.join(report.channels) or 'none'}"
+            + f"; threads: {_threads(report.channels)}"
         )
         for note in report.notes:
             self.stdout.write(f"note: {note}")
@@ -109,6 +111,11 @@ class Command(BaseCommand):
 
     def _problem(self, text: str) -> None:
         self.stderr.write(f"skipped {text}")
+
+
+def _threads(channels: list[str]) -> str:
+    named = ", ".join(channels[:SUMMARY_THREADS]) or "none"
+    return named if len(channels) <= SUMMARY_THREADS else f"{named} and {len(channels) - SUMMARY_THREADS} more"
 
 
 def argparse_hidden() -> str:
