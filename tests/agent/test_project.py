@@ -5,23 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.factories import append, make_thread
+from tests.support.factories import make_thread
+from tests.support.projects import APP, SHOP, two_projects
 from tests.support.turns import CHANNEL, run_turn, search_call, stored
-
-APP = "/home/dev/src/app"
-SHOP = "/home/dev/src/shop"
 
 
 @pytest.fixture
 def projects(owner, other):
     here = make_thread(owner, CHANNEL, project=APP)
-    app = make_thread(owner, "claude-code:app", project=APP)
-    shop = make_thread(owner, "claude-code:shop", project=SHOP)
-    foreign = make_thread(other, "claude-code:foreign", project=APP)
-    ids = {}
-    for thread in (app, shop, foreign):
-        (ids[thread.channel],) = append(thread, {"role": "user", "content": "the zebrafish migration failed"})
-    return here, {channel: message.id for channel, message in ids.items()}
+    _, ids = two_projects(owner, other)
+    return here, ids
 
 
 @pytest.mark.django_db

@@ -5,23 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.factories import append, make_thread
+from tests.support.projects import APP, SHOP, two_projects
 
 pytestmark = pytest.mark.django_db
-
-APP = "/home/dev/src/app"
-SHOP = "/home/dev/src/shop"
 
 
 @pytest.fixture
 def projects(owner, other):
-    app = make_thread(owner, "claude-code:app", project=APP)
-    shop = make_thread(owner, "claude-code:shop", project=SHOP)
-    foreign = make_thread(other, "claude-code:foreign", project=APP)
-    ids = {}
-    for thread in (app, shop, foreign):
-        (ids[thread.channel],) = append(thread, {"role": "user", "content": "the zebrafish migration failed"})
-    return app, shop, foreign, {channel: message.id for channel, message in ids.items()}
+    (app, shop, foreign), ids = two_projects(owner, other)
+    return app, shop, foreign, ids
 
 
 def hit_ids(body) -> set[int]:

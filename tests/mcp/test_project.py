@@ -7,13 +7,11 @@ import pytest
 from mcp import Client
 
 from mcp_server.server import build_server
-from tests.support.factories import append, make_thread, token_client
+from tests.support.factories import token_client
 from tests.support.mcp_client import run, text_of
+from tests.support.projects import APP, SHOP, two_projects
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-APP = "/home/dev/src/app"
-SHOP = "/home/dev/src/shop"
 
 
 def session(user, *requests: tuple[str, dict]) -> tuple[list, list]:
@@ -28,12 +26,7 @@ def session(user, *requests: tuple[str, dict]) -> tuple[list, list]:
 
 
 def test_each_project_finds_only_its_own_and_the_schema_declares_it(owner, other):
-    app = make_thread(owner, "claude-code:app", project=APP)
-    shop = make_thread(owner, "claude-code:shop", project=SHOP)
-    foreign = make_thread(other, "claude-code:foreign", project=APP)
-    ids = {}
-    for thread in (app, shop, foreign):
-        (ids[thread.channel],) = append(thread, {"role": "user", "content": "the zebrafish migration failed"})
+    (app, shop, foreign), ids = two_projects(owner, other)
 
     tools, (in_app, in_shop, outside) = session(
         owner,
@@ -45,10 +38,10 @@ def test_each_project_finds_only_its_own_and_the_schema_declares_it(owner, other
     search = next(tool for tool in tools if tool.name == "search_memory")
     assert search.input_schema["properties"]["project"]["type"] == "string"
     assert "project" not in search.input_schema.get("required", [])
-    assert f"messageId={ids[app.channel].id} " in text_of(in_app)
-    assert f"messageId={ids[shop.channel].id} " not in text_of(in_app)
-    assert f"messageId={ids[foreign.channel].id} " not in text_of(in_app)
-    assert f"messageId={ids[shop.channel].id} " in text_of(in_shop)
+    assert f"messageId={ids[app.channel]} " in text_of(in_app)
+    assert f"messageId={ids[shop.channel]} " not in text_of(in_app)
+    assert f"messageId={ids[foreign.channel]} " not in text_of(in_app)
+    assert f"messageId={ids[shop.channel]} " in text_of(in_shop)
     assert f'project: "{APP}"' in text_of(in_app)
     # The same text REST gives; a channel outside the project is the same refusal.
     rest = token_client(owner).post("/api/v1/search/", {"query": "zebrafish", "project": APP}, format="json")
