@@ -164,7 +164,7 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
             thread = services.thread_create(owner=user, channel=channel, title=channel)
             services.messages_append(thread=thread, messages=services.messages_parse(turns(sample)))
         ids[channel] = dict(Message.objects.filter(thread=thread).values_list("source_id", "id"))
-    tasks.wait_for_background()
+    tasks.wait_for_background(timeout=600)  # a conversation of ~700 turns, embedded by MiniLM on a busy core
     from django.db import connection
 
     if connection.vendor == "postgresql":

@@ -304,8 +304,11 @@ THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 # The ranked lane (contract §12, threadmem/search/ranked): with no embedding model
 # configured, messages are embedded with the static model shipped inside the
 # wordllama package (threadmem/embeddings/static.py, never downloaded); false:
-# no static vectors, and without a configured model no ranked lane.
-THREADMEM_STATIC_EMBEDDINGS = env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
+# no static vectors, and without a configured model no ranked lane. "minilm": the
+# sentence-embedding model shipped in packages instead (threadmem/embeddings/minilm.py),
+# the static one still the fallback where those packages are missing.
+THREADMEM_MINILM_EMBEDDINGS = env_str("THREADMEM_STATIC_EMBEDDINGS").strip().lower() == "minilm"
+THREADMEM_STATIC_EMBEDDINGS = THREADMEM_MINILM_EMBEDDINGS or env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
 # How long search waits for the semantic part (query embedding, ranking and the
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)

@@ -1,5 +1,8 @@
 """Embeddings for the semantic part of search_memory.
 
+- ``choice.py`` decides which model embeds: a configured server's, else one in
+  this process from a package: ``static.py`` (WordLlama, the default and the
+  fallback) or ``minilm.py`` (all-MiniLM-L6-v2, ``THREADMEM_STATIC_EMBEDDINGS=minilm``);
 - ``chunks.py`` cuts a message into the pieces that are embedded (pure);
 - ``threadmem/fields.py`` (below models, which use it) stores a vector:
   pgvector's ``vector`` on PostgreSQL, float32 bytes on SQLite;

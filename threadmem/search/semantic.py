@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 
 from threadmem import llm, replicas
-from threadmem.embeddings import choice, static
+from threadmem.embeddings import choice
 from threadmem.scope import SearchScope
 from threadmem.search.literal import is_timeout
 from threadmem.search.ranked import RankedText, ranked_results
@@ -157,13 +157,15 @@ def _deadline(scope: SearchScope) -> tuple[float, str, bool]:
     are cancelled then).
 
     A global search answers within a bound, as its literal part does (``literal.within_budget``): the lane
-    with the static model gets RANKED_GLOBAL_BUDGET_MS. A configured model's server answers over the network,
-    and so does the chat model writing the memory answer: then the lane has THREADMEM_SEMANTIC_DEADLINE.
+    with an in-process model (the static one, MiniLM) gets RANKED_GLOBAL_BUDGET_MS. A configured model's
+    server answers over the network, and so does the chat model writing the memory answer: then the lane has
+    THREADMEM_SEMANTIC_DEADLINE.
     """
     budget = RANKED_GLOBAL_BUDGET_MS / 1000
-    static_lane = choice.active_model() == static.STATIC_MODEL and not memory_answer_on()
-    if scope.is_global and static_lane and budget < settings.THREADMEM_SEMANTIC_DEADLINE:
-        static.model()  # loaded once a process (~0.5 s), before the budget's clock starts
+    model = choice.active_model()
+    in_process_lane = choice.in_process(model) and not memory_answer_on()
+    if scope.is_global and in_process_lane and budget < settings.THREADMEM_SEMANTIC_DEADLINE:
+        choice.load(model)  # loaded once a process (~0.5 s), before the budget's clock starts
         return budget, "the global ranked lane's budget", True
     return settings.THREADMEM_SEMANTIC_DEADLINE, "THREADMEM_SEMANTIC_DEADLINE", False
 

@@ -1,8 +1,8 @@
 """``manage.py embeddings [--channel C] [--status] [--queue]``: embed what is missing, or report.
 
 Without options: embeds, in this process, every message of every thread (or
-of ``--channel``) that the embedding model in force (the configured one, else the static one) has not embedded yet,
-thread by thread, and prints what it did; a thread whose model call fails is
+of ``--channel``) that the embedding model in force (the configured one, else the in-process one:
+``choice.py``) has not embedded yet, thread by thread, and prints what it did; a thread whose model call fails is
 reported (and recorded on its progress row) and the command goes on with the
 next one, exiting non-zero at the end. ``--queue`` hands each thread to the
 Celery workers instead. ``--status`` prints, per thread behind or failing,

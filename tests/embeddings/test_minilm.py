@@ -1,0 +1,97 @@
+"""The in-process sentence-embedding model (THREADMEM_STATIC_EMBEDDINGS=minilm): the real packages, offline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support.factories import append, make_thread
+from tests.support.semantic import EVIDENCE, PARAPHRASE, embedded, ranked_ids
+from threadmem.embeddings import choice, minilm, static
+from threadmem.embeddings import service as embedding_service
+from threadmem.models import Chunk, EmbeddingProgress
+from threadmem.scope import resolve_scope
+from threadmem.search.ranked import keyword
+
+DEPLOY = "The deploy failed because the database migration timed out."
+RELEASE = "Why did the release break? The schema change ran too long."
+CAT = "My cat likes to sleep in the sun on the balcony."
+
+
+@pytest.fixture
+def minilm_model(settings):
+    """MiniLM in force as a host that sets THREADMEM_STATIC_EMBEDDINGS=minilm runs it (no model server)."""
+    from threadmem.embeddings import tasks
+
+    settings.THREADMEM_EMBEDDING_MODEL = ""
+    settings.THREADMEM_MINILM_EMBEDDINGS = True
+    settings.THREADMEM_STATIC_EMBEDDINGS = True
+    yield
+    tasks.wait_for_background()
+
+
+def test_it_embeds_from_the_installed_packages_with_no_network(monkeypatch):
+    # A hub client would read these; the model is files in site-packages, so they change nothing.
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+
+    deploy, release, cat, empty = np.array(minilm.embed([DEPLOY, RELEASE, CAT, ""]))
+
+    assert deploy.shape == (minilm.MINILM_DIMENSIONS,)
+    assert np.linalg.norm(deploy) == pytest.approx(1.0, abs=1e-5)
+    assert deploy @ release > 0.3 > deploy @ cat  # a paraphrase sharing no content word is near, a cat is not
+    assert not empty.any()  # no direction: never a match
+
+
+def test_a_text_gets_the_same_vector_alone_and_in_a_batch():
+    alone = np.array(minilm.embed([RELEASE]))
+    batched = np.array(minilm.embed([CAT, RELEASE, DEPLOY * 20]))  # padded beside a longer text
+
+    assert alone[0] @ batched[1] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_the_setting_selects_minilm_and_a_configured_server_still_takes_over(settings, minilm_model):
+    assert choice.active_model() == minilm.MINILM_MODEL
+    assert choice.in_process(minilm.MINILM_MODEL)
+
+    settings.THREADMEM_MINILM_EMBEDDINGS = False
+    assert choice.active_model() == static.STATIC_MODEL  # true: the static model, as before
+
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
+    settings.THREADMEM_EMBEDDING_MODEL = "served-embedder"
+    settings.THREADMEM_MINILM_EMBEDDINGS = True
+    assert choice.active_model() == "served-embedder"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_embedding_is_incremental_and_resumes_where_it_stopped(owner, minilm_model):
+    thread = make_thread(owner, "ops")
+    append(thread, {"role": "user", "content": DEPLOY}, {"role": "assistant", "content": CAT})
+    embedded(thread)
+    progress = EmbeddingProgress.objects.get(thread=thread, model=minilm.MINILM_MODEL)
+    assert progress.chunks == 2
+
+    (later,) = append(thread, {"role": "user", "content": RELEASE})
+    embedded(thread)
+    again = embedding_service.embed_thread(thread_id=thread.pk)  # nothing left: no model call, nothing stored
+
+    assert again.messages == 0 and again.chunks == 0
+    stored = Chunk.objects.filter(message__thread=thread, model=minilm.MINILM_MODEL)
+    assert stored.count() == 3 and set(stored.values_list("dimensions", flat=True)) == {minilm.MINILM_DIMENSIONS}
+    assert EmbeddingProgress.objects.get(pk=progress.pk).embedded_seq == later.seq
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lane_finds_a_paraphrase_that_keyword_search_misses(owner, minilm_model):
+    thread = make_thread(owner, "ops")
+    (evidence, *_) = append(
+        thread,
+        {"role": "user", "content": EVIDENCE},
+        {"role": "assistant", "content": CAT},
+        {"role": "user", "content": "Lunch was a sandwich from the place on the corner."},
+    )
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel="ops")
+
+    assert keyword.rank(scope=scope, query=PARAPHRASE, model=minilm.MINILM_MODEL, limit=10) == []
+    assert ranked_ids(owner, PARAPHRASE, "ops")[0] == evidence.id
