@@ -219,7 +219,7 @@ def test_where_the_checkout_is_not_writable_the_log_goes_to_the_users_cache(tmp_
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     (checkout / "var").write_text("a file where the folder would be: var/capture.log cannot be created")
-    settings.BASE_DIR = checkout
+    settings.DATA_DIR = checkout  # the checkout, or an installed copy's data directory
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     _log("capture failed", exc=None)
     assert "capture failed" in (tmp_path / "home" / ".cache" / "threadmem" / "capture.log").read_text()
