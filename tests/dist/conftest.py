@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.mcp_client import ROOT, free_port
+from tests.support.mcp_client import ROOT, free_port, stop_process
 from tests.support.session_files import DATA
 
 SERVE_SECONDS = 60  # issue 54's target from `threadmem serve` to /healthz answering 200
@@ -121,12 +121,7 @@ def served(installed, sessions_home, tmp_path_factory) -> Iterator[Served]:
         token = re.search(r"API token:\s+(\w+)", log.read_text()).group(1)
         yield Served(url, token, log, seconds, sessions_home, data, installed)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, seconds=15)
 
 
 def _until_healthy(url: str, process: subprocess.Popen, log: Path, started: float) -> float:

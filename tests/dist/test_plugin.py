@@ -14,7 +14,7 @@ import pytest
 
 from tests.dist.conftest import Served
 from tests.mcp.test_real_clients import clients  # noqa: F401  (fixture)
-from tests.support.fake_anthropic import PLUGIN_SEARCH_TOOL, CompactionScript, serve
+from tests.support.fake_anthropic import PLUGIN_SEARCH_TOOL, CompactionScript, compacting_session, serve
 from tests.support.mcp_client import ROOT
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
 
@@ -71,30 +71,10 @@ def test_the_plugin_set_up_by_claudes_commands_captures_answers_and_points_after
     model, url = serve(script)
     env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="any", CLAUDE_CODE_AUTO_COMPACT_WINDOW=str(WINDOW_TOKENS))
     try:
-        done = subprocess.run(
-            [
-                "claude",
-                "-p",
-                "Read the deployment notes, a command a file.",
-                "--model",
-                "claude-sonnet-4-5",
-                "--allowedTools",
-                f"Bash,{PLUGIN_SEARCH_TOOL}",
-                "--output-format",
-                "json",
-            ],
-            env=env,
-            cwd=project,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        channel = compacting_session(script, env=env, cwd=project, tools=f"Bash,{PLUGIN_SEARCH_TOOL}")
     finally:
         model.shutdown()
-    assert done.returncode == 0, done.stderr + done.stdout
-    assert script.ran == len(FILES) and script.summaries_asked == 1, "Claude Code did not compact"
-    channel = f"claude-code:{json.loads(done.stdout)['session_id']}"
+    assert script.ran == len(FILES)
 
     # SessionStart(compact): the plugin's hook handed the model the pointer, names and never content.
     pointer = script.pointer_text()

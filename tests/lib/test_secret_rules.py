@@ -5,9 +5,12 @@ Every secret here is made up and built by concatenation, so that no scanner read
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from threadmem.lib.redact import redact, redactions
+from threadmem.lib.secrets import vendors
 
 R = "Zq8vT2mX9pL4wR7nK3sD6fH1jB5cY0gE"  # 32 random-looking letters and digits
 HEX = "4f8a2c9e1b7d3f6a" + "0c5e8b2d4f7a1c3e"
@@ -174,3 +177,11 @@ def test_a_long_single_line_is_read_once():
     text = line + "ghp_" + R + "Ab12"
     out = redact(text)
     assert out.endswith("[redacted: github token]")
+
+
+def test_every_vendor_rule_is_bounded_and_its_window_holds_its_longest_match():
+    """A window shorter than a match would cut the token and leave its tail; an unbounded one would read the line."""
+    for rule in vendors.RULES:
+        _, longest = re._parser.parse(rule.pattern.pattern, rule.pattern.flags).getwidth()
+        assert longest < re._parser.MAXREPEAT, rule.label
+        assert longest <= rule.before + min(map(len, rule.keywords)) + rule.after, rule.label

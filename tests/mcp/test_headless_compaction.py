@@ -6,14 +6,13 @@ a command printed before the compaction."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from tests.imports.test_hooks_block import LOCAL, hooks_blocks
 from tests.mcp.test_real_clients import client_env, clients  # noqa: F401  (fixtures)
-from tests.support.fake_anthropic import CompactionScript, serve
+from tests.support.fake_anthropic import CompactionScript, compacting_session, serve
 from tests.support.mcp_client import ROOT, child_env, token_of
 from threadmem.models import Generation, Thread
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
@@ -63,33 +62,16 @@ def test_after_claude_codes_own_compaction_the_model_is_pointed_at_what_it_dropp
         "CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(WINDOW_TOKENS),
     }
     try:
-        done = subprocess.run(
-            [
-                "claude",
-                "-p",
-                "Read the deployment notes, a command a file.",
-                "--model",
-                "claude-sonnet-4-5",
-                "--mcp-config",
-                str(config),
-                "--allowedTools",
-                "Bash,mcp__threadmem__search_memory",
-                "--output-format",
-                "json",
-            ],
+        channel = compacting_session(
+            script,
             env=env,
             cwd=project,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+            tools="Bash,mcp__threadmem__search_memory",
+            options=("--mcp-config", str(config)),
         )
     finally:
         server.shutdown()
-    assert done.returncode == 0, done.stderr + done.stdout
-    assert script.ran == len(FILES) and script.summaries_asked == 1, "Claude Code did not compact"
-    session_id = json.loads(done.stdout)["session_id"]
-    channel = f"claude-code:{session_id}"
+    assert script.ran == len(FILES)
     # The first request after the compaction carries the pointer: the channel, and the files the calls read.
     pointer = script.pointer_text()
     assert f'"{channel}"' in pointer, pointer or [m.get("content") for m in script.after_compaction["messages"]]

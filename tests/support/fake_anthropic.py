@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from tests.support.http import read_json, send_json
@@ -233,3 +235,26 @@ def serve(script: Script) -> tuple[ThreadingHTTPServer, str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+PROMPT = "Read the deployment notes, a command a file."
+JSON_OUTPUT = ("--output-format", "json")
+
+
+def compacting_session(
+    script: CompactionScript, *, env: dict[str, str], cwd: Path, tools: str, options: tuple[str, ...] = ()
+) -> str:
+    """A headless Claude Code session (``claude -p``) against the fake model at ``env``'s ANTHROPIC_BASE_URL, driven
+    by ``script`` through its reads into Claude Code's own compaction; the channel its capture stores it in."""
+    done = subprocess.run(
+        ["claude", "-p", PROMPT, "--model", "claude-sonnet-4-5", *options, "--allowedTools", tools, *JSON_OUTPUT],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert script.summaries_asked == 1, "Claude Code did not compact"
+    return f"claude-code:{json.loads(done.stdout)['session_id']}"

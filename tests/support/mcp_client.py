@@ -103,12 +103,17 @@ def asgi_server(log_dir: Path, **extra_env: str) -> Iterator[str]:
             time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, seconds=10)
+
+
+def stop_process(process: subprocess.Popen, *, seconds: float) -> None:
+    """Terminate a server the test started; kill it if it has not gone within ``seconds``."""
+    process.terminate()
+    try:
+        process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def free_port() -> int:

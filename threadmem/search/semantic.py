@@ -165,7 +165,7 @@ def _deadline(scope: SearchScope) -> tuple[float, str, bool]:
     model = choice.active_model()
     in_process_lane = choice.in_process(model) and not memory_answer_on()
     if scope.is_global and in_process_lane and budget < settings.THREADMEM_SEMANTIC_DEADLINE:
-        choice.load(model)  # loaded once a process (~0.5 s), before the budget's clock starts
+        choice.load(model)  # loaded once a process, before the budget's clock starts
         return budget, "the global ranked lane's budget", True
     return settings.THREADMEM_SEMANTIC_DEADLINE, "THREADMEM_SEMANTIC_DEADLINE", False
 

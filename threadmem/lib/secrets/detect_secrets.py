@@ -159,7 +159,7 @@ RULES: tuple[Rule, ...] = (
     ),
     *_rules(StripeDetector, "stripe key", [{"keywords": ("k_live_",), "span": token(r"[0-9a-zA-Z]*")}]),
     *_rules(OpenAIDetector, "openai key", [{"keywords": ("T3BlbkFJ",), "span": token(r"[A-Za-z0-9_-]*")}]),
-    # Its ``//.+/:_authToken=`` backtracks over a long line (5 s over 5 MB): ``_authToken=`` is an assignment
+    # Its ``//.+/:_authToken=`` backtracks over a long line (docs/secrets.md): ``_authToken=`` is an assignment
     # (assignments.py) and ``npm_`` a vendor's prefix (vendors.py).
     *_rules(NpmDetector, "npm token", [None]),
     *_rules(PypiTokenDetector, "pypi token", [{"keywords": ("pypi-AgE",)}] * 2),

@@ -143,7 +143,8 @@ def windows(hits: list[Span], before: int, after: int, size: int) -> list[Span]:
 def vendor(label: str, keywords: str | tuple[str, ...], pattern: str, source: str, **options: object) -> Rule:
     """A vendor's token: a prefix (the keyword) and a fixed alphabet and length, bounded by non-token characters.
 
-    ``after`` defaults to the longest match the pattern allows past its keyword (bounded quantifiers only).
+    ``after`` (256 unless given) must reach past the longest match the pattern allows after its keyword
+    (tests/lib/test_secret_rules.py holds every vendor's to it).
     """
     keywords = (keywords,) if isinstance(keywords, str) else keywords
     return Rule(label=label, pattern=re.compile(pattern), keywords=keywords, source=source, **options)  # type: ignore[arg-type]

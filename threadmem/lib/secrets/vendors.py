@@ -120,6 +120,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:SharedAccessKey|AccessKey|SharedAccessSignature)=([A-Za-z0-9+/%&=:._-]{20,300})",
         "https://learn.microsoft.com/en-us/azure/service-bus-messaging/service-bus-sas (connection strings)",
         span=group(1),
+        after=330,
     ),
     vendor(
         "alibaba access key",
@@ -264,24 +265,28 @@ RULES: tuple[Rule, ...] = (
         "glpat-",
         rf"\bglpat-[\w-]{{20,300}}(?:\.[\w-]{{2,20}})?{_END}",
         "https://docs.gitlab.com/ee/security/tokens/#token-prefixes",
+        after=330,
     ),
     vendor(
         "gitlab token",
         ("glptt-", "glrt-", "gldt-", "glft-", "glsoat-", "glcbt-", "glimt-", "glagent-", "gloas-", "glffct-", "glwt-"),
         r"\bgl(?:ptt|rt|dt|ft|soat|cbt|imt|agent|oas|ffct|wt)-[\w-]{20,300}",
         "https://docs.gitlab.com/ee/security/tokens/#token-prefixes",
+        after=310,
     ),
     vendor(
         "bitbucket token",
         "ATBB",
         rf"\bATBB[A-Za-z0-9_=.-]{{32,300}}{_END}",
         "https://support.atlassian.com/bitbucket-cloud/docs/app-passwords/",
+        after=310,
     ),
     vendor(
         "atlassian token",
         ("ATATT3", "ATCTT3"),
         rf"\bAT[AC]TT3[A-Za-z0-9_=-]{{50,300}}{_END}",
         "https://support.atlassian.com/atlassian-account/docs/manage-api-tokens-for-your-atlassian-account/",
+        after=310,
     ),
     vendor(
         "npm token",
@@ -463,6 +468,7 @@ RULES: tuple[Rule, ...] = (
         r"https://[a-z0-9-]{1,50}\.webhook\.office\.com/webhookb2/[\w@/-]{40,300}",
         "https://learn.microsoft.com/en-us/microsoftteams/platform/webhooks-and-connectors/how-to/add-incoming-webhook",
         before=60,
+        after=330,
     ),
     vendor(
         "telegram token",
@@ -544,9 +550,9 @@ RULES: tuple[Rule, ...] = (
     vendor(
         "1password token",
         "ops_eyJ",
-        r"\bops_eyJ[A-Za-z0-9+/]{250,}={0,3}",
+        r"\bops_eyJ[A-Za-z0-9+/]{250,2000}={0,3}",
         "https://developer.1password.com/docs/service-accounts/",
-        after=2000,
+        after=2010,
     ),
     vendor(
         "1password secret key",
@@ -611,9 +617,10 @@ RULES: tuple[Rule, ...] = (
     vendor(
         "yandex key",
         ("AQVN", "t1."),
-        r"\b(?:AQVN[A-Za-z0-9_-]{35,38}|t1\.[A-Z0-9a-z_-]+={0,2}\.[A-Z0-9a-z_-]{86}={0,2})(?![\w-])",
+        r"\b(?:AQVN[A-Za-z0-9_-]{35,38}|t1\.[A-Z0-9a-z_-]{1,200}={0,2}\.[A-Z0-9a-z_-]{86}={0,2})(?![\w-])",
         "https://yandex.cloud/en/docs/iam/concepts/authorization/api-key",
         span=checked(whole, _random),
+        after=300,
     ),
     vendor("clickhouse key", "4b1d", r"\b4b1d[A-Za-z0-9]{38}\b", "https://clickhouse.com/docs/en/cloud/manage/openapi"),
     vendor(
