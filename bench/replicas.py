@@ -100,7 +100,8 @@ def phase() -> None:
     from django.contrib.auth import get_user_model
     from django.db import connections
 
-    from threadmem import metrics, replicas, services
+    from threadmem import metrics, services
+    from threadmem.infrastructure import replicas
     from threadmem.models import Thread
     from threadmem.tools import tool_answer
 

@@ -111,6 +111,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last: it runs a model-facing read's view itself, on the database its rule picks (DATABASE_REPLICA_URLS).
+    "threadmem.infrastructure.replicas.middleware.ReadRoutingMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -155,7 +157,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 # Read replicas (docs/scaling.md): PostgreSQL streaming replicas of DATABASE_URL, comma-separated. The
 # model-facing reads (search, the audit read, context, listings) go to one of them; writes stay on the primary
-# (threadmem/replicas.py). Unset: every read on the primary, no router.
+# (threadmem/infrastructure/replicas/). Unset: every read on the primary, no router.
 DATABASE_REPLICA_URLS = [url.strip() for url in env_str("DATABASE_REPLICA_URLS").split(",") if url.strip()]
 for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
     try:
@@ -164,8 +166,8 @@ for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
         raise ImproperlyConfigured(f"DATABASE_REPLICA_URLS: entry {_number} is not a valid URL: {exc}") from exc
     if _replica["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_REPLICA_URLS: replicas are PostgreSQL streaming replicas")
-    # Django's PostgreSQL backend, reporting a failure to connect as the replica's (threadmem/replicas.py).
-    _replica["ENGINE"] = "threadmem.replica_backend"
+    # Django's PostgreSQL backend, reporting a failure to connect as the replica's (threadmem/infrastructure/replicas/).
+    _replica["ENGINE"] = "threadmem.infrastructure.replica_backend"
     # A replica that stops answering costs a read at most this long before it goes to the primary.
     _replica["OPTIONS"] = {"connect_timeout": 2, **_replica.get("OPTIONS", {})}
     _replica["TEST"] = {"MIRROR": "default"}  # tests read the test database, not a copy of it
@@ -173,7 +175,7 @@ for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
 if DATABASE_REPLICA_URLS:
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL (the replicas' primary)")
-    DATABASE_ROUTERS = ["threadmem.replicas.ReplicaRouter"]
+    DATABASE_ROUTERS = ["threadmem.infrastructure.replicas.router.ReplicaRouter"]
 # A replica further behind the primary than this is not read.
 THREADMEM_REPLICA_MAX_LAG_SECONDS = env_float("THREADMEM_REPLICA_MAX_LAG_SECONDS", 10.0)
 

@@ -33,6 +33,7 @@ from oauth.tokens import connectors_of, revoke_connector
 from threadmem import services
 from threadmem.compaction.service import compaction_request
 from threadmem.errors import DomainError
+from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import Compaction, Deletion, Message, Thread, ToolCall
 from threadmem.search import message_context_read, search_memory
 from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
@@ -245,6 +246,7 @@ def message(request: HttpRequest, message_id: int) -> HttpResponse:
     )
 
 
+@model_facing_read  # as the model would call it, so routed as the model's call is
 @require_GET
 @staff_required
 def message_model_read(request: HttpRequest, message_id: int) -> HttpResponse:
@@ -291,6 +293,7 @@ def message_isolation(request: HttpRequest, message_id: int) -> HttpResponse:
 # --- search and the tool-call log ------------------------------------------------
 
 
+@model_facing_read  # as the model would run it, so routed as the model's search is
 @require_GET
 @staff_required
 def search(request: HttpRequest) -> HttpResponse:

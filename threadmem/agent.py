@@ -24,8 +24,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
-from threadmem import llm, replicas, selectors, services, tools
+from threadmem import llm, selectors, services, tools
 from threadmem.errors import DomainError, InvalidInput, NotFound
+from threadmem.infrastructure import replicas
 from threadmem.models import Message, Thread, ToolCall
 from threadmem.search.bounded import WINDOW_CHARS
 

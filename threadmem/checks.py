@@ -69,7 +69,8 @@ PROCESS_LOCAL_CACHES = (
 
 @register()
 def replicas_cache_check(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """Replicas keep a caller's last write position and the isolation fence in the cache (threadmem/replicas.py).
+    """Replicas keep a caller's last write position and the isolation fence in the cache
+    (threadmem/infrastructure/replicas/).
 
     In a cache of each process's own, a write recorded by one web process or worker is unknown to the others:
     its writer's next search may go to a replica that has not replayed it, and isolated or deleted content may

@@ -94,7 +94,7 @@ TOOL_CALL_CHARS = Counter(
     ["tool", "surface"],
     registry=REGISTRY,
 )
-# Read replicas (threadmem/replicas.py; docs/scaling.md).
+# Read replicas (threadmem/infrastructure/replicas/; docs/scaling.md).
 READS = Counter(
     "threadmem_reads",
     "Model-facing reads (search, the audit read, context, listings) with replicas configured, by the database "

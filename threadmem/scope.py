@@ -12,10 +12,10 @@ from typing import NamedTuple
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Q, QuerySet
 
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.lib.projects import project_below
 from threadmem.models import Message, searchable_q
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.selectors import ScopePart, channel_holder, is_operator, scope_filter
 
 # The channel a caller passes to search every thread they may read (as if they passed none).

@@ -20,8 +20,8 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Model
 from django.utils import timezone
 
-from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, PermissionDenied
+from threadmem.infrastructure import replicas
 from threadmem.lib.projects import PROJECT_MAX_CHARS, project_normal
 from threadmem.lib.validate import check_text, check_tool_calls, require_keys
 from threadmem.models import Generation, IsolationEvent, Message, Thread

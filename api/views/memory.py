@@ -30,9 +30,10 @@ from api.serializers_memory import (
     ToolSchemaSerializer,
 )
 from api.views.threads import JSONAPIView, Pagination, body_object
-from threadmem import replicas, selectors, services
+from threadmem import selectors, services
 from threadmem.erase.messages import message_erase
 from threadmem.errors import InvalidInput
+from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
@@ -57,12 +58,13 @@ def _search(request: Request, data: Any) -> Response:
     if not isinstance(data, dict):
         raise InvalidInput(NOT_AN_OBJECT)
     search = SearchMemoryRequest.from_call(data, unknown_message=UNKNOWN_FIELDS)
-    result = replicas.read(
-        lambda: search_memory(user=request.user, **search.keywords(), surface="api"), request.user.pk
-    )
+    result = search_memory(user=request.user, **search.keywords(), surface="api")
     return Response(search_result_data(result))
 
 
+# A search is a read whatever its method: its log row does not hold the caller's next reads back
+# (threadmem/infrastructure/replicas/rule.py says why).
+@model_facing_read(methods={"GET", "HEAD", "POST"})
 class SearchView(JSONAPIView):
     @extend_schema(
         summary="search_memory: bounded literal search of stored history",
@@ -160,9 +162,9 @@ class MessageView(JSONAPIView):
         return Response(DeletionSerializer(message_erase(message=message, actor=request.user)).data)
 
 
+@model_facing_read(methods=())  # the log as written: a search's row is on the primary at once
 class ToolCallListView(JSONAPIView):
     pagination_class = Pagination
-    replica_reads = False  # the log as written: a search's row is on the primary at once
 
     @extend_schema(
         summary="The tool-call log: every memory-tool call the service answered",

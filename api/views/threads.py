@@ -29,9 +29,10 @@ from api.serializers import (
     ThreadSerializer,
     ThreadUpdateRequest,
 )
-from threadmem import replicas, selectors, services
+from threadmem import selectors, services
 from threadmem.erase.threads import thread_delete
 from threadmem.errors import InvalidInput
+from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.lib.validate import require_keys
 from threadmem.models import Thread
 from threadmem.render import messages_data
@@ -92,25 +93,11 @@ def fork_from_object(fork_from: Any) -> dict[str, Any]:
     return fork_from
 
 
+@model_facing_read  # its GETs: threadmem/infrastructure/replicas/middleware.py routes them
 class JSONAPIView(APIView):
     # Only JSON: a form-encoded body would otherwise parse into a QueryDict
     # and fail later with a less helpful message. Other types answer 415.
     parser_classes = [SafeJSONParser]
-    replica_reads = True  # its GETs are model-facing reads
-
-    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        """A GET is a model-facing read (a replica's, threadmem/replicas.py); after a write, the caller's reads
-        wait for a replica that has it."""
-        if request.method in ("GET", "HEAD") and self.replica_reads:
-            return replicas.read(lambda: super(JSONAPIView, self).dispatch(request, *args, **kwargs))
-        response = super().dispatch(request, *args, **kwargs)
-        if response.status_code < 400 and replicas.aliases():
-            replicas.wrote(getattr(self.request.user, "pk", None))
-        return response
-
-    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
-        super().initial(request, *args, **kwargs)
-        replicas.use_replica(request.user.pk)  # once authenticated; outside a read, nothing
 
 
 class ThreadListView(JSONAPIView):

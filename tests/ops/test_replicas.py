@@ -1,4 +1,4 @@
-"""Model-facing reads on a real PostgreSQL streaming replica (threadmem/replicas.py).
+"""Model-facing reads on a real PostgreSQL streaming replica (threadmem/infrastructure/replicas/).
 
 The replica is the suite's PostgreSQL copied with ``pg_basebackup -R`` into a
 temporary folder and started on a free port (the whole cluster: the test
@@ -28,7 +28,9 @@ from tests.support.factories import append, make_thread, make_user, token_client
 from tests.support.mcp_client import free_port
 from tests.support.postgres_server import as_postgres, scratch_folder
 from tests.support.semantic import embedded, listed_ids, semantic_part
-from threadmem import metrics, replicas
+from threadmem import metrics
+from threadmem.infrastructure import replicas
+from threadmem.infrastructure.replicas import health, positions
 from threadmem.models import ToolCall
 from threadmem.search import semantic
 from threadmem.search.hits import Coverage
@@ -76,11 +78,11 @@ class Standby:
     def caught_up(self, timeout: float = 30.0) -> None:
         with connections["default"].cursor() as cursor:
             cursor.execute("SELECT pg_current_wal_insert_lsn()::text")
-            wanted = replicas._lsn(cursor.fetchone()[0])
+            wanted = positions.lsn(cursor.fetchone()[0])
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             (replayed,) = self.sql("SELECT pg_last_wal_replay_lsn()::text")[0]
-            if replicas._lsn(replayed) >= wanted:
+            if positions.lsn(replayed) >= wanted:
                 return
             time.sleep(0.05)
         raise AssertionError("the replica did not catch up")
@@ -88,9 +90,9 @@ class Standby:
 
 def forget_replicas() -> None:
     """Forget what this process knows of every replica (its status, the primary's positions, its libraries)."""
-    replicas._statuses.clear()
-    replicas._primary.clear()
-    replicas._libraries.clear()
+    health._statuses.clear()
+    health._primary.clear()
+    health._libraries.clear()
 
 
 def forget_in_lane_threads(alias: str) -> None:
@@ -155,7 +157,7 @@ def standby(django_db_setup, django_db_blocker) -> Iterator[Standby]:
     default = connections.settings["default"]
     connections.settings[ALIAS] = {
         **default,
-        "ENGINE": "threadmem.replica_backend",
+        "ENGINE": "threadmem.infrastructure.replica_backend",
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "OPTIONS": {**default.get("OPTIONS", {}), "connect_timeout": 2},
@@ -177,9 +179,9 @@ def standby(django_db_setup, django_db_blocker) -> Iterator[Standby]:
 @pytest.fixture
 def replica(standby, settings, monkeypatch) -> Iterator[Standby]:
     """Reads routed: the router on, every status forgotten, replay running."""
-    settings.DATABASE_ROUTERS = ["threadmem.replicas.ReplicaRouter"]
+    settings.DATABASE_ROUTERS = ["threadmem.infrastructure.replicas.router.ReplicaRouter"]
     settings.THREADMEM_REPLICA_MAX_LAG_SECONDS = 60.0
-    monkeypatch.setattr(replicas, "DOWN_SECONDS", 0.5)
+    monkeypatch.setattr(health, "DOWN_SECONDS", 0.5)
     forget_replicas()
     if standby.sql("SELECT pg_is_wal_replay_paused()")[0][0]:
         standby.sql("SELECT pg_wal_replay_resume()")
@@ -368,7 +370,7 @@ def test_a_replica_stopped_and_restarted(replica):
     finally:
         replica.ctl("start")
     replica.caught_up()
-    time.sleep(replicas.DOWN_SECONDS)
+    time.sleep(health.DOWN_SECONDS)
     on_replica = reads(ALIAS)
     assert "narwhal manifest" in search(owner, "narwhal").text
     assert reads(ALIAS) - on_replica == 1  # back in use on its own
@@ -428,7 +430,7 @@ def test_a_replica_that_goes_down_before_the_ranked_lane_connects_costs_a_rerun_
         if stopped:
             replica.ctl("start")
     replica.caught_up()
-    time.sleep(replicas.DOWN_SECONDS)
+    time.sleep(health.DOWN_SECONDS)
     on_replica = reads(ALIAS)
     assert "heron count" in search(owner, "heron count", "replica:lane-down").text
     assert reads(ALIAS) - on_replica == 1  # answers again: read again

@@ -1,4 +1,4 @@
-"""A replica whose host lacks a library its catalog names (threadmem/replicas.py).
+"""A replica whose host lacks a library its catalog names (threadmem/infrastructure/replicas/).
 
 A streaming replica has its primary's catalog: the vector column, the
 threadmem_search functions and the indexes of its operator class are there
@@ -29,7 +29,7 @@ from tests.ops.test_replicas import (  # noqa: F401  (standby: a fixture)
 )
 from tests.support.postgres_server import scratch_folder
 from tests.support.semantic import listed_ids, semantic_part
-from threadmem import replicas
+from threadmem.infrastructure.replicas import health
 from threadmem.search.hits import Coverage
 
 pytestmark = pytest.mark.postgres
@@ -55,9 +55,9 @@ def installs(standby) -> Iterator[dict[str, Path]]:  # noqa: F811
 @pytest.fixture(params=["vector", "threadmem_search"])
 def replica_without(request, standby, installs, settings, monkeypatch) -> Iterator[Standby]:  # noqa: F811
     """The replica restarted from an install tree without ``request.param``'s library, reads routed to it."""
-    settings.DATABASE_ROUTERS = ["threadmem.replicas.ReplicaRouter"]
+    settings.DATABASE_ROUTERS = ["threadmem.infrastructure.replicas.router.ReplicaRouter"]
     settings.THREADMEM_REPLICA_MAX_LAG_SECONDS = 60.0
-    monkeypatch.setattr(replicas, "DOWN_SECONDS", 0.5)
+    monkeypatch.setattr(health, "DOWN_SECONDS", 0.5)
     original = standby.bin_dir
     standby.ctl("stop")
     standby.bin_dir = installs[request.param]
@@ -95,8 +95,8 @@ def test_a_replica_without_a_library_answers_nothing_less(replica_without, stati
     assert fallbacks("libraries") > 0 and reads(ALIAS) == on_replica
 
     # A library gone since the probe said it loads: the read that meets its absence runs again on the primary.
-    replicas._libraries[ALIAS] = (float("inf"), True)
+    health._libraries[ALIAS] = (float("inf"), True)
     answer = search(owner, "irrigating orchards", "replica:libraries")
     assert "failed" not in answer.text and note.id in listed_ids(semantic_part(answer.text)), answer.text
     assert reads(ALIAS) == on_replica + 1 and fallbacks("failed") == failed + 1
-    assert replicas._libraries[ALIAS][1] is False  # passed over from then on
+    assert health._libraries[ALIAS][1] is False  # passed over from then on

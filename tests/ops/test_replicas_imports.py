@@ -1,4 +1,5 @@
-"""Read-your-writes for an upload imported by a worker (threadmem/imports/run.py, threadmem/replicas.py).
+"""Read-your-writes for an upload imported by a worker (threadmem/imports/run.py, threadmem/infrastructure/replicas/
+positions.py).
 
 The upload's task runs in a real Celery worker, another process: it records the owner's write position in the
 cache every process shares (``CACHE_URL``'s Redis, as docs/production.md sets it), and the owner's next search
@@ -16,7 +17,7 @@ from django.db import connection
 from tests.ops.test_replicas import ALIAS, fallbacks, reads, replica, search, standby  # noqa: F401  (fixtures)
 from tests.support.factories import make_user, token_client
 from tests.support.workers import running_workers, wait_until
-from threadmem import replicas
+from threadmem.infrastructure.replicas import positions
 from threadmem.models import Import
 
 pytestmark = [
@@ -39,7 +40,7 @@ def test_an_upload_imported_by_a_worker_is_found_by_its_owner_while_the_replica_
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": cache_url}}
     settings.THREADMEM_IMPORT_INLINE_BYTES = 0  # every upload waits for its task
     owner, operator = make_user("owner"), make_user("operator", is_staff=True)
-    cache.delete_many([replicas._WRITTEN_KEY.format(owner.pk), replicas._FENCE_KEY])
+    cache.delete_many([positions._WRITTEN_KEY.format(owner.pk), positions._FENCE_KEY])
     replica_url = f"postgres://postgres@127.0.0.1:{replica.port}/{connection.settings_dict['NAME']}"
     worker_env = {"CACHE_URL": cache_url, "DATABASE_REPLICA_URLS": replica_url}
     replica.caught_up()

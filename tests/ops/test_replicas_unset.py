@@ -1,4 +1,5 @@
-"""Without DATABASE_REPLICA_URLS nothing changes: no router, no statement, no cache lookup (threadmem/replicas.py)."""
+"""Without DATABASE_REPLICA_URLS nothing changes: no router, no statement, no cache lookup
+(threadmem/infrastructure/replicas/)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from django.db import DEFAULT_DB_ALIAS, connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
-from threadmem import replicas
+from threadmem import db
+from threadmem.infrastructure import replicas
+from threadmem.infrastructure.replicas import positions, rule
 from threadmem.tools import tool_answer
 
 pytestmark = pytest.mark.django_db
@@ -20,10 +23,10 @@ def test_without_replicas_a_read_adds_nothing(owner, monkeypatch):
     arguments = {"query": "heron", "channel": "unset:reads"}
     assert "heron count" in tool_answer(name="search_memory", arguments=arguments, user=owner, surface="mcp").text
     assert replicas.aliases() == [] and not getattr(settings, "DATABASE_ROUTERS", [])
-    assert replicas.connection.alias == DEFAULT_DB_ALIAS
+    assert db.reading.alias == DEFAULT_DB_ALIAS
 
-    monkeypatch.setattr(replicas, "_choose", lambda caller: pytest.fail("a replica was looked for"))
-    monkeypatch.setattr(replicas, "cache", None)  # any cache lookup would fail
+    monkeypatch.setattr(rule, "choose", lambda caller: pytest.fail("a replica was looked for"))
+    monkeypatch.setattr(positions, "cache", None)  # any cache lookup would fail
     with CaptureQueriesContext(connection) as queries:
         assert replicas.read(lambda: replicas.alias(), owner.pk) == DEFAULT_DB_ALIAS
         replicas.wrote(owner.pk)

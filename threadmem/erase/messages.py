@@ -16,11 +16,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
 
-from threadmem import replicas, services
+from threadmem import services
 from threadmem.compaction.resummarize import forks_holding
 from threadmem.erase.record import deletion_record, forget_kept
 from threadmem.erase.rows import delete_messages
 from threadmem.errors import Conflict, InvalidInput, PermissionDenied
+from threadmem.infrastructure import replicas
 from threadmem.models import Deletion, EmbeddingProgress, Message, Thread
 
 WITHDRAWN_SUMMARY = (

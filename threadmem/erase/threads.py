@@ -47,11 +47,11 @@ from django.db.models import CharField, F, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from threadmem import replicas
 from threadmem.erase.files import capture_cursors_of, forget_imports, server_copies, unlink_files
 from threadmem.erase.record import deletion_record, forget_kept
 from threadmem.erase.rows import delete_newest_messages, delete_threads, unlink
 from threadmem.errors import Conflict, DomainError, NotFound
+from threadmem.infrastructure import replicas
 from threadmem.models import WITHDRAWN_PREFIX, CaptureCursor, Deletion, EmbeddingProgress, Message, Thread
 
 logger = logging.getLogger(__name__)

@@ -22,10 +22,10 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput
 from threadmem.imports.records import FORMATS, detect_format, is_subagent_file
 from threadmem.imports.service import FileImport, ImportReport
+from threadmem.infrastructure import replicas
 from threadmem.models import CaptureCursor
 from threadmem.services import create_unless_conflicting
 

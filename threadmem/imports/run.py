@@ -11,9 +11,9 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from threadmem import replicas
 from threadmem.errors import DomainError
 from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
+from threadmem.infrastructure import replicas
 from threadmem.models import Import
 from threadmem.redaction import text_redacted
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.errors import InvalidInput
 from threadmem.models import Message, ToolCall
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.bounded import TAIL_MARK, one_line
 from threadmem.search.literal.filters import searchable_sql
 from threadmem.search.log import logged_call

@@ -17,7 +17,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 
-from threadmem import metrics, replicas
+from threadmem import metrics
+from threadmem.db import read_runs_again
 from threadmem.errors import DomainError
 from threadmem.lib.storable import int_in_range
 from threadmem.models import ToolCall
@@ -102,14 +103,14 @@ class LoggedCall:
     ) -> ToolCall | None:
         """Write the call's ToolCall row; ``latency_ms`` defaults to the time since the call started.
 
-        None, and no row, for a read that runs again on the primary (``replicas.runs_again``): one call, one row.
+        None, and no row, for a read that runs again on the primary (``db.read_runs_again``): one call, one row.
 
         ``plan``: search_memory's executed plan (``literal.executed_plan``); its terms are the query's, checked
         storable before any search runs.
         """
         if self.surface not in ToolCall.Surface.values:
             raise ValueError(f"unknown surface {self.surface!r}; one of {', '.join(ToolCall.Surface.values)}")
-        if replicas.runs_again():
+        if read_runs_again():
             return None
         if latency_ms is None:
             latency_ms = (time.perf_counter() - self.started) * 1000

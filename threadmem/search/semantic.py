@@ -29,7 +29,8 @@ from typing import NamedTuple
 from django.conf import settings
 from django.db import DatabaseError, connections
 
-from threadmem import llm, replicas
+from threadmem import llm
+from threadmem.db import reading_connection
 from threadmem.embeddings import choice
 from threadmem.scope import SearchScope
 from threadmem.search.literal import is_timeout
@@ -115,7 +116,7 @@ class OutOfTime(Exception):
 
 @contextmanager
 def _cancelled_at(cancel_at: float) -> Iterator[None]:
-    connection = connections[replicas.alias()]
+    connection = reading_connection()
     connection.ensure_connection()
     driver = connection.connection
     # Both drivers cancel from another thread: PostgreSQL by a cancel request, SQLite by interrupting.
@@ -189,7 +190,7 @@ def start(*, scope: SearchScope, query: str, terms: list[str]) -> Started:
     deadline_seconds, limit, cancels = _deadline(scope)
     deadline = time.monotonic() + deadline_seconds
     cancel_at = deadline + CANCEL_AFTER_SECONDS if cancels else None
-    # In the search's context: the lane reads the database the search reads (threadmem/replicas.py).
+    # In the search's context: the lane reads the database the search reads (threadmem/db.py).
     future: Future[str] = _executor.submit(copy_context().run, _run, scope, query, terms, deadline, cancel_at)
     waited = f"{deadline_seconds:g} s" if cancel_at is None else f"{deadline_seconds * 1000:g} ms"
     out_of_time = f"Semantic search did not answer within {waited} ({limit}); the literal hits above are complete."

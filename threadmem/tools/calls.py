@@ -8,8 +8,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from threadmem import replicas
 from threadmem.errors import DomainError, InvalidInput
+from threadmem.infrastructure import replicas
 from threadmem.search import AuditRead, SearchResult, message_context_read, search_memory
 from threadmem.search.answers import audit_read_data, search_result_data
 from threadmem.search.log import LoggedCall

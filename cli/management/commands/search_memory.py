@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem.errors import DomainError
+from threadmem.infrastructure.replicas import read
 from threadmem.models import ToolCall
 from threadmem.search import search_memory
 from threadmem.tools import SearchMemoryRequest
@@ -49,7 +50,8 @@ class Command(BaseCommand):
                 raise CommandError("no active superuser to search as: pass --user USERNAME")
         try:
             request = SearchMemoryRequest.build({name: options[name] for name in SearchMemoryRequest.args()})
-            result = search_memory(user=user, **request.keywords(), surface=ToolCall.Surface.CLI)
+            # A model-facing read, routed by the rule every surface applies (threadmem/infrastructure/replicas/).
+            result = read(lambda: search_memory(user=user, **request.keywords(), surface=ToolCall.Surface.CLI), user.pk)
         except DomainError as err:
             raise CommandError(err.message) from None
         # The text as is, then one newline to end the terminal line.

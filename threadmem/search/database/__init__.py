@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, NamedTuple
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 
 # threadmem_tokens as the token grammar below describes it. An index built at an

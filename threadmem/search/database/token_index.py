@@ -7,7 +7,7 @@ statistics in ``threadmem.search.database``).
 
 from __future__ import annotations
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.search.database import (
     OLDER_VERSIONS,
     TOKEN_INDEX_NAMES,

@@ -34,7 +34,7 @@ from typing import Any, assert_never
 
 from django.db import DatabaseError
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import literal_part
 from threadmem.search.cursor import CursorPosition

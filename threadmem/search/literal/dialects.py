@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.lib.terms import fold, fold_each
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
 
 

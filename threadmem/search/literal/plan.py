@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.database import TermTokens, capabilities, term_tokens

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.filters import searchable_sql

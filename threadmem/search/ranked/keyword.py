@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.models import Chunk
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked import lexicon

@@ -28,9 +28,9 @@ from functools import cached_property, partial
 from django.conf import settings
 
 from threadmem import llm
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
 from threadmem.search.literal.filters import in_ids

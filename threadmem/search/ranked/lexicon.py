@@ -24,7 +24,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.search.ranked import warm
 
 # Bytes kept over every scope, as ``Lexicon.bytes`` estimates them from tracemalloc's count for a large thread

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces

@@ -7,7 +7,7 @@ its channel (``share.fit`` lists the lines of the threads it shows).
 
 from __future__ import annotations
 
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.search.bounded import one_line
 from threadmem.search.literal.filters import in_ids, searchable_sql
 

@@ -24,9 +24,9 @@ from functools import cached_property
 
 import numpy as np
 
+from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.fields import FLOAT32, pgvector_in_use
 from threadmem.models import Chunk
-from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.filters import in_subquery
 from threadmem.search.ranked import warm

@@ -1,2 +1,2 @@
 """The database backend of DATABASE_REPLICA_URLS' replicas: PostgreSQL's, reporting a failure to connect
-(threadmem/replicas.py)."""
+(threadmem/infrastructure/replicas/)."""

@@ -1,7 +1,7 @@
 """PostgreSQL's backend for a streaming replica (``DATABASES["replicaN"]["ENGINE"]``, config/settings.py).
 
 A replica that stops answering fails the first statement on a connection
-kept open (``replicas._watch`` sees that), but a connection opened after it
+kept open (``replicas.health`` watches its statements), but a connection opened after it
 went down fails before any statement, in whichever thread opens it: the
 ranked lane's worker thread, which answers for itself instead of raising, or
 the request's after a health check closed its kept one. Here that failure is
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from django.db.backends.postgresql import base
 
-from threadmem import replicas
+from threadmem.infrastructure.replicas import unreachable
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -21,5 +21,5 @@ class DatabaseWrapper(base.DatabaseWrapper):
         try:
             super().connect()
         except self.Database.Error:
-            replicas.unreachable(self.alias)
+            unreachable(self.alias)
             raise
