@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 
 from threadmem.infrastructure.replicas.positions import wrote
@@ -41,5 +42,8 @@ class ReadRoutingMiddleware:
             return None  # Django runs the view
         _user_pk(request)  # a session's user is looked up here, on the primary, not by the read
         if request.method not in SAFE_METHODS:
-            request.body  # noqa: B018  (kept: a read run again on the primary parses the body again)
+            try:
+                request.body  # noqa: B018  (kept: a read run again on the primary parses the body again)
+            except RequestDataTooBig:
+                return None  # the view refuses it, as it does without replicas
         return read(lambda: view(request, *args, **kwargs), caller_of=lambda: _user_pk(request))
