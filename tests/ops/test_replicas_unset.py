@@ -8,7 +8,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.test.utils import CaptureQueriesContext
 
-from tests.support.factories import append, make_thread
+from tests.support.factories import append, make_thread, token_client
 from threadmem import db
 from threadmem.infrastructure import replicas
 from threadmem.infrastructure.replicas import positions, rule
@@ -31,3 +31,15 @@ def test_without_replicas_a_read_adds_nothing(owner, monkeypatch):
         assert replicas.read(lambda: replicas.alias(), owner.pk) == DEFAULT_DB_ALIAS
         replicas.wrote(owner.pk)
     assert len(queries) == 0
+
+
+def test_without_replicas_a_request_adds_nothing(owner, monkeypatch):
+    """The middleware every request passes: no replica looked for, no write position kept."""
+    make_thread(owner, "unset:http")
+    monkeypatch.setattr(rule, "choose", lambda caller: pytest.fail("a replica was looked for"))
+    monkeypatch.setattr(positions, "cache", None)  # any cache lookup would fail
+    api = token_client(owner)
+    stored = api.post("/api/v1/threads/unset:http/messages/", {"role": "user", "content": "the ibis"}, format="json")
+    assert stored.status_code == 201
+    assert "the ibis" in api.get("/api/v1/search/", {"query": "ibis"}).json()["text"]
+    assert "the ibis" in api.post("/api/v1/search/", {"query": "ibis"}, format="json").json()["text"]
