@@ -30,7 +30,7 @@ from api.serializers import (
     ThreadUpdateRequest,
 )
 from threadmem import replicas, selectors, services
-from threadmem.erase.threads import thread_delete
+from threadmem.erase.thread_delete import thread_delete
 from threadmem.errors import InvalidInput
 from threadmem.lib.validate import require_keys
 from threadmem.models import Thread

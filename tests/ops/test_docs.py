@@ -175,6 +175,35 @@ def test_every_variable_the_server_reads_is_documented():
     assert not missing, f"read from the environment but not in docs/configuration.md: {missing}"
 
 
+# Anything else reads: Python's environment reads (a name, or a ``*_VARIABLE`` constant naming it) in the product
+# and the capture hook, and the variables the Procfile and the Makefile take.
+ANY_ENV_READ = re.compile(
+    r"\b(?:os\.environ(?:\.get|\.setdefault)?[\[(]|getenv\(|env_\w+\()\s*\"([A-Z][A-Z0-9_]*)\"|"
+    r"\b[A-Z_]*VARIABLE\s*=\s*\"([A-Z][A-Z0-9_]*)\""
+)
+SHELL_READ = re.compile(r"\$\$?\{([A-Z][A-Z0-9_]*)|\$\(([A-Z][A-Z0-9_]*)\)|^([A-Z][A-Z0-9_]*) \?=", re.MULTILINE)
+MAKE_OWN = {"PY", "VENV", "HOME"}  # make's own variables and the shell's, not settings
+
+
+def read_anywhere() -> set[str]:
+    names = set()
+    for path in [*(p for folder in SERVER_DIRS for p in (ROOT / folder).rglob("*.py")), *(ROOT / "plugin").rglob("*")]:
+        if path.is_file():
+            names |= {a or b for a, b in ANY_ENV_READ.findall(path.read_text(encoding="utf-8", errors="replace"))}
+    for name in ("Procfile", "Makefile"):
+        names |= {a or b or c for a, b, c in SHELL_READ.findall((ROOT / name).read_text(encoding="utf-8"))}
+    return names - MAKE_OWN
+
+
+def test_every_variable_anything_reads_is_named_on_the_configuration_page():
+    """The server's in the table, the clients', the process's, make's and the Procfile's after it."""
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    read = read_anywhere()
+    assert {"THREADMEM_TOKEN", "THREADMEM_URL", "THREADMEM_CAPTURE_STATE", "WEB_CONCURRENCY"} <= read  # found
+    missing = sorted(name for name in read if f"`{name}`" not in page)
+    assert not missing, f"read but not named in docs/configuration.md: {missing}"
+
+
 MAX_DOCUMENTED = 35  # issue 44: the settings a user needs, each with its user story
 
 
@@ -193,7 +222,7 @@ def test_every_threadmem_name_in_the_docs_is_one_the_code_has():
     """A setting removed from the code is removed from the docs too (docs/changelog.md keeps the history)."""
     code = "\n".join(
         path.read_text(encoding="utf-8", errors="replace")
-        for folder in (*SERVER_DIRS, "clients", "bench", "scripts", "tests")
+        for folder in (*SERVER_DIRS, "clients", "bench", "scripts", "tests", "plugin")
         for path in (ROOT / folder).rglob("*")
         if path.is_file() and path.suffix in {".py", ".sh", ".js", ".json", ""} and not SKIPPED_PARTS & set(path.parts)
     ) + (ROOT / "Makefile").read_text(encoding="utf-8")

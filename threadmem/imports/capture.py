@@ -24,8 +24,9 @@ from django.db import transaction
 
 from threadmem import replicas
 from threadmem.errors import Conflict, InvalidInput
+from threadmem.imports.file_import import FileImport
 from threadmem.imports.records import FORMATS, detect_format, is_subagent_file
-from threadmem.imports.service import FileImport, ImportReport
+from threadmem.imports.report import ImportReport
 from threadmem.models import CaptureCursor
 from threadmem.services import create_unless_conflicting
 

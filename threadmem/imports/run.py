@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from threadmem import replicas
 from threadmem.errors import DomainError
-from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
+from threadmem.imports.import_once import import_paths
+from threadmem.imports.report import MAX_REPORTED_PROBLEMS
 from threadmem.models import Import
 from threadmem.redaction import text_redacted
 
