@@ -86,7 +86,7 @@ def resummarize_task(compaction_id: int) -> str:
 
 
 def compaction_enqueue(compaction: Compaction) -> None:
-    """Send ``compaction`` to a worker under its own task id (the service calls this on commit)."""
+    """Send ``compaction`` to a worker under its own task id (``compacting`` calls this on commit)."""
     task = resummarize_task if compaction.trigger == resummarize.TRIGGER else compaction_run_task
     task.apply_async(args=[compaction.id], task_id=compaction.task_id)
 
