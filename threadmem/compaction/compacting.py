@@ -57,7 +57,7 @@ from threadmem.compaction.claim import (
 )
 
 # The claim's token and lease belong to compaction/claim.py; callers of the
-# compaction (and its tests) read them here too.
+# this module (and its tests) read them here too.
 from threadmem.compaction.claim import claimant_token as claimant_token
 from threadmem.compaction.claim import lease_duration as lease_duration
 from threadmem.compaction.lease import claim_heartbeat, heartbeat_lease
