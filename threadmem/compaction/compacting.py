@@ -56,7 +56,7 @@ from threadmem.compaction.claim import (
     looks_abandoned,
 )
 
-# The claim's token and lease belong to compaction/claim.py; callers of the
+# The claim's token and lease belong to compaction/claim.py; callers of
 # this module (and its tests) read them here too.
 from threadmem.compaction.claim import claimant_token as claimant_token
 from threadmem.compaction.claim import lease_duration as lease_duration
