@@ -76,7 +76,7 @@ def appends_until(stop: threading.Event, thread, latencies: list[float]) -> None
 
 
 def run_once(owner, messages: int, run: int) -> tuple[float, list[float], dict]:
-    from threadmem.erase.threads import thread_delete
+    from threadmem.erase.thread_delete import thread_delete
     from threadmem.models import Thread
 
     big = build(owner, f"bench:delete:big:{run}", messages)

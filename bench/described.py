@@ -186,7 +186,7 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
 def load_sessions(user, data: Path) -> list[str]:
     """The real agent sessions as more threads of the same owner (imported once; reruns reuse them)."""
     from threadmem.embeddings import tasks
-    from threadmem.imports.service import import_paths
+    from threadmem.imports.import_once import import_paths
 
     paths = sorted(p for p in data.glob("*.jsonl") if p.is_file()) if data.is_dir() else []
     if not paths:

@@ -75,7 +75,7 @@ def identifiers_in(text: str) -> set[tuple[str, str]]:
 
 def measure(path: Path, user, *, fmt: str, examples: int, misses: bool = False) -> dict:
     """Import the file into a thread of its own; per closed generation, its outputs' identifiers beside its summary."""
-    from threadmem.imports.service import import_paths
+    from threadmem.imports.import_once import import_paths
     from threadmem.models import Generation, Message, Thread
     from threadmem.search import search_memory
 

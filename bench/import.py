@@ -121,8 +121,8 @@ def bench_user() -> Any:
 def api_bodies(path: Path) -> list[bytes]:
     """The messages the importer makes of the file, as API batch bodies (the importer's batch size)."""
     from threadmem.imports.claude_code import ClaudeCodeParser
+    from threadmem.imports.file_import import BATCH_SIZE
     from threadmem.imports.records import Boundary, Msg, Summary, read_complete_lines
-    from threadmem.imports.service import BATCH_SIZE
 
     parser = ClaudeCodeParser()
     items = []
@@ -160,7 +160,9 @@ def api_bodies(path: Path) -> list[bytes]:
 
 def import_files(files: list[Path], *, user: Any, channel_of: dict[Path, str]) -> int:
     """What ``import_paths`` does over a folder (each file, then ANALYZE once), each file on its own channel."""
-    from threadmem.imports.service import FileImport, ImportReport, statistics_refresh
+    from threadmem.imports.file_import import FileImport
+    from threadmem.imports.import_once import statistics_refresh
+    from threadmem.imports.report import ImportReport
 
     report = ImportReport()
     for path in files:
@@ -269,7 +271,7 @@ def _status_kb(field: str) -> int:
 
 def measure_memory(path: Path) -> None:
     """In a fresh process: import one file, print what it took and the RSS high-water mark as JSON."""
-    from threadmem.imports.service import import_paths
+    from threadmem.imports.import_once import import_paths
 
     user = bench_user()
     before = _status_kb("VmRSS")

@@ -109,7 +109,7 @@ def setup() -> tuple:
 
 
 def import_sessions(user, data: Path) -> list[str]:
-    from threadmem.imports.service import import_paths
+    from threadmem.imports.import_once import import_paths
 
     paths = sorted(p for p in data.glob("*.jsonl") if p.is_file())
     if not paths:

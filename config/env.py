@@ -55,13 +55,6 @@ def env_rate_or_off(name: str, default: str) -> str | None:
     return value
 
 
-def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
-    value = env_str(name, default)
-    if value not in choices:
-        raise ImproperlyConfigured(f"{name} must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
-    return value
-
-
 def env_float(name: str, default: float, *, minimum: float = 0.0) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

@@ -282,14 +282,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "threadmem"
 # Compaction, embedding and import tasks each go to a queue of their own, so a worker per queue keeps a burst of one
 # kind from delaying the others (docs/production.md); everything else, beat's sweeps included, to the default queue.
-THREADMEM_COMPACTION_QUEUE = "compaction"
-THREADMEM_EMBEDDINGS_QUEUE = "embeddings"
-THREADMEM_IMPORTS_QUEUE = "imports"
+COMPACTION_QUEUE = "compaction"
+EMBEDDINGS_QUEUE = "embeddings"
+IMPORTS_QUEUE = "imports"
 CELERY_TASK_ROUTES = {
-    "threadmem.compaction.run": {"queue": THREADMEM_COMPACTION_QUEUE},
-    "threadmem.compaction.resummarize": {"queue": THREADMEM_COMPACTION_QUEUE},
-    "threadmem.embeddings.embed_thread": {"queue": THREADMEM_EMBEDDINGS_QUEUE},
-    "threadmem.imports.run": {"queue": THREADMEM_IMPORTS_QUEUE},
+    "threadmem.compaction.run": {"queue": COMPACTION_QUEUE},
+    "threadmem.compaction.resummarize": {"queue": COMPACTION_QUEUE},
+    "threadmem.embeddings.embed_thread": {"queue": EMBEDDINGS_QUEUE},
+    "threadmem.imports.run": {"queue": IMPORTS_QUEUE},
 }
 
 # --- Models (any OpenAI-compatible server) --------------------------------
@@ -365,16 +365,16 @@ CSRF_TRUSTED_ORIGINS = [THREADMEM_PUBLIC_URL] if THREADMEM_PUBLIC_URL else []
 THREADMEM_OAUTH_REGISTRATION_RATE = env_rate_or_off("THREADMEM_OAUTH_REGISTRATION", "30/hour")
 THREADMEM_OAUTH_REGISTRATION = THREADMEM_OAUTH_REGISTRATION_RATE is not None
 # Token lifetimes (docs/mcp.md): an access token an hour, a refresh token 30 days, each use replacing it.
-THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS = 3600
-THREADMEM_OAUTH_REFRESH_TOKEN_DAYS = 30
+OAUTH_ACCESS_TOKEN_SECONDS = 3600
+OAUTH_REFRESH_TOKEN_DAYS = 30
 OAUTH2_PROVIDER = {
     "SCOPES": {"mcp": "Search your threads and read their stored messages over MCP"},
     "DEFAULT_SCOPES": ["mcp"],
     "OAUTH2_VALIDATOR_CLASS": "oauth.validators.ConnectorValidator",
     "PKCE_REQUIRED": True,
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
-    "ACCESS_TOKEN_EXPIRE_SECONDS": THREADMEM_OAUTH_ACCESS_TOKEN_SECONDS,
-    "REFRESH_TOKEN_EXPIRE_SECONDS": THREADMEM_OAUTH_REFRESH_TOKEN_DAYS * 86400,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_DAYS * 86400,
     "ROTATE_REFRESH_TOKEN": True,
     # A refresh token used twice revokes its whole family (a stolen one stops working for both holders).
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
@@ -404,7 +404,7 @@ SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 # Where API uploads wait for their task: workers must see the same folder.
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or DATA_DIR / "var" / "imports")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
-THREADMEM_IMPORT_INLINE_BYTES = 1024 * 1024
+IMPORT_INLINE_MAX_BYTES = 1024 * 1024
 # A larger upload answers 413, and what was written of it is deleted.
 THREADMEM_IMPORT_MAX_BYTES = env_int("THREADMEM_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 
@@ -415,43 +415,43 @@ THREADMEM_SUMMARY_INPUT_CHARS = env_int("THREADMEM_SUMMARY_INPUT_CHARS", 60_000,
 # The recovery's timings are constants, not configuration (no deployment needs others); the worker processes
 # the tests start shorten them (tests/support/child_settings.py).
 # Transient model failures are retried this often, backing off exponentially
-# from THREADMEM_COMPACTION_RETRY_BACKOFF seconds (with jitter, at most 10 minutes).
-THREADMEM_COMPACTION_MAX_RETRIES = 5
-THREADMEM_COMPACTION_RETRY_BACKOFF = 10
+# from COMPACTION_RETRY_BACKOFF seconds (with jitter, at most 10 minutes).
+COMPACTION_MAX_RETRIES = 5
+COMPACTION_RETRY_BACKOFF = 10
 # Soft time limit of one compaction attempt; the hard limit is 60 s later.
-THREADMEM_COMPACTION_TIME_LIMIT = 900
+COMPACTION_TIME_LIMIT = 900
 # A worker's running claim is trusted this long without a heartbeat (renewed every quarter of it); a
 # killed worker's compaction is sent again by the sweep (Celery beat) once it runs out.
-THREADMEM_COMPACTION_LEASE = 60
-THREADMEM_COMPACTION_SWEEP_SECONDS = 30
+COMPACTION_LEASE = 60
+COMPACTION_SWEEP_SECONDS = 30
 # A compaction sent to the broker but not started within this many seconds is sent again by the sweep (its task
 # message was lost, say by a broker restarted without persistence); a duplicate delivery is harmless.
-THREADMEM_COMPACTION_DISPATCH_TIMEOUT = 60
+COMPACTION_DISPATCH_TIMEOUT = 60
 CELERY_BEAT_SCHEDULE = {
-    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)}
+    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(COMPACTION_SWEEP_SECONDS)}
 }
 # --- Retention (threadmem/erase/retention.py) ------------------------------------
 # Threads idle for longer than this many days are deleted, hourly, with their forks; 0 (the default) keeps them all.
 # At most a hundred years (also for `retention --days`): a cutoff before year 1 is past what a datetime holds.
-THREADMEM_RETENTION_MAX_DAYS = 36_500
-THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0, maximum=THREADMEM_RETENTION_MAX_DAYS)
+RETENTION_MAX_DAYS = 36_500
+THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0, maximum=RETENTION_MAX_DAYS)
 if THREADMEM_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["retention"] = {"task": "threadmem.erase.retention", "schedule": 3600.0}
 # A thread deletion stopped half way (a process killed, the database gone) is finished this often, whether or not
-# retention is on (threadmem/erase/threads.py).
-THREADMEM_ERASE_SWEEP_SECONDS = 300
+# retention is on (threadmem/erase/thread_delete.py).
+ERASE_SWEEP_SECONDS = 300
 CELERY_BEAT_SCHEDULE["erase-sweep"] = {
     "task": "threadmem.erase.sweep",
-    "schedule": float(THREADMEM_ERASE_SWEEP_SECONDS),
+    "schedule": float(ERASE_SWEEP_SECONDS),
 }
 # --- Embeddings (threadmem/embeddings/) -------------------------------------------
 # Celery beat queues an embedding run this often for each thread with messages not embedded yet (their
 # tasks never reached a worker: the broker was down, or lost them); a thread whose run made progress
 # within this time is left to it.
-THREADMEM_EMBEDDINGS_SWEEP_SECONDS = 300
+EMBEDDINGS_SWEEP_SECONDS = 300
 CELERY_BEAT_SCHEDULE["embeddings-sweep"] = {
     "task": "threadmem.embeddings.sweep",
-    "schedule": float(THREADMEM_EMBEDDINGS_SWEEP_SECONDS),
+    "schedule": float(EMBEDDINGS_SWEEP_SECONDS),
 }
 # Registered by workers when they start, not by every process that loads Django (a capture hook starts fast).
 CELERY_IMPORTS = ["threadmem.erase.tasks"]

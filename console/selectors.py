@@ -45,8 +45,6 @@ MESSAGES_PER_PAGE = 100
 TOOL_CALLS_PER_PAGE = 50
 # What an expanded row on the thread page shows; the audit page has the rest.
 MESSAGE_PREVIEW_CHARS = 2_000
-# The collapsed row: one glance, not a wall.
-MESSAGE_SNIPPET_CHARS = 240
 # The audit page's content page. Never a 10 MB page.
 CONTENT_PAGE_CHARS = 50_000
 # How far (in seq) the thread page looks beyond its rows for the result of a

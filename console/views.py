@@ -31,7 +31,7 @@ from console.charts import chars_chart
 from console.forms import IsolationForm, SearchForm, StaffAuthenticationForm, ThreadFilterForm, ToolCallFilterForm
 from oauth.tokens import connectors_of, revoke_connector
 from threadmem import services
-from threadmem.compaction.service import compaction_request
+from threadmem.compaction.compacting import compaction_request
 from threadmem.errors import DomainError
 from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import Compaction, Deletion, Message, Thread, ToolCall

@@ -31,13 +31,13 @@ class ThreadmemConfig(AppConfig):
 
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="threadmem.after_migrate")
         from threadmem import services
-        from threadmem.compaction import service as compaction_service
+        from threadmem.compaction import compacting
         from threadmem.compaction import tasks as compaction_tasks  # also registers the Celery task in workers
         from threadmem.embeddings import tasks as embedding_tasks
         from threadmem.imports import tasks as import_tasks  # noqa: F401  (registers the upload import task)
 
         # The compaction service enqueues through the task module, which imports it (not the other way round).
-        compaction_service.run_enqueuer = compaction_tasks.compaction_enqueue
+        compacting.run_enqueuer = compaction_tasks.compaction_enqueue
 
         from threadmem.compaction import resummarize
 
@@ -46,6 +46,6 @@ class ThreadmemConfig(AppConfig):
         if resummarize.resummarize_after_thread_isolation not in services.after_thread_isolation_hooks:
             services.after_thread_isolation_hooks.append(resummarize.resummarize_after_thread_isolation)
         # Automatic compaction and embedding after appends; services.py imports neither.
-        for hook in (compaction_service.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
+        for hook in (compacting.compaction_auto_after_append, embedding_tasks.embeddings_after_append):
             if hook not in services.after_append_hooks:
                 services.after_append_hooks.append(hook)

@@ -53,7 +53,7 @@ def broker_visibility_timeout_check(app_configs: Any = None, **kwargs: Any) -> l
     return [
         Error(
             f"The broker's visibility timeout ({timeout} s) must be above the compaction hard time limit "
-            f"({hard_time_limit()} s: THREADMEM_COMPACTION_TIME_LIMIT + 60)",
+            f"({hard_time_limit()} s: COMPACTION_TIME_LIMIT + 60)",
             hint="Raise the visibility timeout (CELERY_BROKER_TRANSPORT_OPTIONS) or lower the compaction time limit.",
             id="threadmem.E001",
         )

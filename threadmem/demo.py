@@ -16,7 +16,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from threadmem import services
-from threadmem.compaction.service import compaction_run_now
+from threadmem.compaction.compacting import compaction_run_now
 from threadmem.models import Message, Thread
 
 ADMIN_USERNAME = "admin"

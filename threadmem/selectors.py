@@ -56,7 +56,7 @@ def thread_get_for(
     """The caller's thread on ``channel``; an operator may name its ``owner`` (the username).
 
     ``withdrawn``: else the caller's thread that was on ``channel`` when its deletion stopped half way
-    (threadmem/erase/threads.py keeps the channel in its title), for a DELETE that finishes it.
+    (threadmem/erase/thread_delete.py keeps the channel in its title), for a DELETE that finishes it.
     """
     if not isinstance(channel, str) or text_problem(channel):
         # No stored channel has a NUL or a lone surrogate, and PostgreSQL refuses both in a query.

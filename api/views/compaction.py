@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from api.endpoints import errors, thread_endpoint
 from api.serializers import ReadOnlyModelSerializer
 from api.views.threads import JSONAPIView, Pagination
+from threadmem.compaction import compacting
 from threadmem.compaction import selectors as compaction_selectors
-from threadmem.compaction import service as compaction_service
 from threadmem.models import Compaction, Thread
 
 
@@ -63,7 +63,7 @@ class CompactView(JSONAPIView):
         tags=["compaction"],
     )
     def post(self, request: Request, thread: Thread) -> Response:
-        compaction = compaction_service.compaction_request(thread=thread, requested_by=request.user, trigger="api")
+        compaction = compacting.compaction_request(thread=thread, requested_by=request.user, trigger="api")
         # Without a broker the task ran inline on commit: report where it stands now.
         compaction.refresh_from_db(fields=["status"])
         return Response(CompactionStartedSerializer(compaction).data, status=status.HTTP_202_ACCEPTED)

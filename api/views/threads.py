@@ -30,7 +30,7 @@ from api.serializers import (
     ThreadUpdateRequest,
 )
 from threadmem import selectors, services
-from threadmem.erase.threads import thread_delete
+from threadmem.erase.thread_delete import thread_delete
 from threadmem.errors import InvalidInput
 from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.lib.validate import require_keys

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -77,11 +76,6 @@ def snippet(text: str | None, length: int = 240) -> str:
         return ""
     flat = " ".join(text[: length * 2].split())
     return flat if len(flat) <= length else flat[: length - 1] + "…"
-
-
-@register.filter
-def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
 
 
 @register.filter

@@ -19,7 +19,7 @@ from tests.support.compaction import compaction_of, deploy_conversation, nine_se
 from tests.support.factories import append, make_thread, token_client
 from tests.support.workers import api_post, close_connections, wait_until
 from threadmem import selectors, services
-from threadmem.compaction.service import compaction_run_now
+from threadmem.compaction.compacting import compaction_run_now
 from threadmem.models import Compaction, Generation, Message, Thread
 
 SECRET = "hunter2-rotation-password"

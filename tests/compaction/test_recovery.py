@@ -25,7 +25,7 @@ from tests.support.compaction import (
 )
 from tests.support.factories import append, make_thread, token_client
 from tests.support.workers import Workers, api_post, sending_to, wait_until
-from threadmem.compaction import recovery, service
+from threadmem.compaction import compacting, recovery
 from threadmem.compaction.claim import dispatch_timeout
 from threadmem.compaction.lease import claim_heartbeat
 from threadmem.models import Compaction, Message
@@ -34,8 +34,8 @@ LEASE = 4  # seconds a killed worker's claim is still trusted
 
 
 def running_claim(thread, *, expires_in: float) -> Compaction:
-    compaction = service.compaction_request(thread=thread, enqueue=False)
-    claim = service.compaction_claim(compaction_id=compaction.id)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
+    claim = compacting.compaction_claim(compaction_id=compaction.id)
     Compaction.objects.filter(pk=claim.compaction_id).update(
         claimed_by="elsewhere:1:dead", lease_expires_at=timezone.now() + timedelta(seconds=expires_in)
     )
@@ -64,9 +64,9 @@ def test_the_sweep_leaves_a_claim_whose_lease_is_alive(owner, thread, no_model):
 def test_the_heartbeat_renews_the_lease_until_the_attempt_ends(owner, no_model):
     thread = make_thread(owner, "recovery:heartbeat")
     append(thread, {"role": "user", "content": "deploy staging-7"})
-    compaction = service.compaction_request(thread=thread, enqueue=False)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
     lease = timedelta(seconds=0.4)
-    claim = service.compaction_claim(compaction_id=compaction.id, lease=lease)
+    claim = compacting.compaction_claim(compaction_id=compaction.id, lease=lease)
     first = Compaction.objects.get(pk=compaction.pk).lease_expires_at
     with claim_heartbeat(compaction_id=claim.compaction_id, token=claim.token, lease=lease):
         deadline = time.monotonic() + 10
@@ -84,7 +84,7 @@ def test_a_whole_worker_killed_mid_compaction_is_completed_within_a_lease_by_the
     if connection.vendor != "postgresql":
         pytest.skip("worker processes share the test database: PostgreSQL")
     pool = Workers(queue=f"threadmem-recovery-{tmp_path.name}", log_dir=tmp_path, fake=fake)
-    quick = {"THREADMEM_COMPACTION_LEASE": str(LEASE), "THREADMEM_COMPACTION_SWEEP_SECONDS": "1"}
+    quick = {"COMPACTION_LEASE": str(LEASE), "COMPACTION_SWEEP_SECONDS": "1"}
     with sending_to(pool.queue):
         try:
             pool.purge()
@@ -111,10 +111,10 @@ def test_a_whole_worker_killed_mid_compaction_is_completed_within_a_lease_by_the
 @pytest.mark.django_db
 def test_the_sweep_sends_again_a_compaction_never_started_within_the_dispatch_timeout(owner, thread, no_model):
     append(thread, {"role": "user", "content": "deploy staging-7"})
-    lost = service.compaction_request(thread=thread, enqueue=False)  # its task message never reached a worker
+    lost = compacting.compaction_request(thread=thread, enqueue=False)  # its task message never reached a worker
     sent_at = timezone.now() - dispatch_timeout() - timedelta(seconds=1)
     Compaction.objects.filter(pk=lost.pk).update(created_at=sent_at)
-    assert sent_at + service.lease_duration() > timezone.now()  # long before a lease would have run out
+    assert sent_at + compacting.lease_duration() > timezone.now()  # long before a lease would have run out
     assert recovery.compaction_sweep() == 1  # tasks run in-process here: the resent task completes it
     lost.refresh_from_db()
     assert (lost.status, lost.attempts) == ("succeeded", 1)
@@ -128,8 +128,8 @@ def test_a_compaction_whose_task_was_lost_after_its_202_is_sent_again_after_the_
     if connection.vendor != "postgresql":
         pytest.skip("worker processes share the test database: PostgreSQL")
     pool = Workers(queue=f"threadmem-lost-{tmp_path.name}", log_dir=tmp_path, fake=fake)
-    quick = {"THREADMEM_COMPACTION_DISPATCH_TIMEOUT": "2", "THREADMEM_COMPACTION_SWEEP_SECONDS": "1"}
-    settings.THREADMEM_COMPACTION_DISPATCH_TIMEOUT = 2  # the process that sends the task sets its deadline
+    quick = {"COMPACTION_DISPATCH_TIMEOUT": "2", "COMPACTION_SWEEP_SECONDS": "1"}
+    settings.COMPACTION_DISPATCH_TIMEOUT = 2  # the process that sends the task sets its deadline
     with sending_to(pool.queue):
         try:
             pool.purge()

@@ -16,7 +16,7 @@ from tests.support.compaction import (
     section,
 )
 from tests.support.factories import append
-from threadmem.compaction import catalogue, service, summary
+from threadmem.compaction import catalogue, compacting, summary
 from threadmem.compaction import selectors as compaction_selectors
 from threadmem.models import Message, Thread
 
@@ -194,7 +194,7 @@ def test_it_summarizes_a_long_generation_in_chunks_within_the_input_budget(threa
 
 def test_a_later_summary_carries_the_previous_summary_and_catalogue(thread, no_model):
     talk = deploy_conversation(thread)
-    first = service.compaction_run_now(thread=thread)
+    first = compacting.compaction_run_now(thread=thread)
     append(
         thread,
         {"role": "assistant", "tool_calls": [{"id": "call_ls", "name": "bash", "arguments": {"command": "ls /opt"}}]},

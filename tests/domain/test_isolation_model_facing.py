@@ -14,7 +14,7 @@ import pytest
 from tests.support.factories import append, make_thread
 from threadmem import selectors, services
 from threadmem.compaction import selectors as compaction_selectors
-from threadmem.compaction.service import compaction_run_now
+from threadmem.compaction.compacting import compaction_run_now
 from threadmem.search import search_memory
 
 SLACK = "slack:C042/1700000000.1"

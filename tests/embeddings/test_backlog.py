@@ -23,7 +23,7 @@ from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.factories import append, make_thread
 from tests.support.workers import Workers, sending_to, wait_until
 from threadmem import backlogs
-from threadmem.compaction import service as compaction_service
+from threadmem.compaction import compacting
 from threadmem.embeddings import service as embedding_service
 from threadmem.embeddings import tasks
 from threadmem.models import EmbeddingProgress, Message
@@ -46,7 +46,7 @@ def test_a_compacted_threads_summary_is_no_embedding_backlog(owner, embeddings, 
     tasks.wait_for_background()
     assert embedding_service.threads_behind() == []
 
-    compaction = compaction_service.compaction_request(thread=thread)  # runs in-process here
+    compaction = compacting.compaction_request(thread=thread)  # runs in-process here
     compaction.refresh_from_db()
     assert compaction.status == "succeeded"
     assert Message.objects.filter(thread=thread, kind=Message.Kind.SUMMARY).exists()
@@ -63,7 +63,7 @@ def test_a_compacted_threads_summary_is_no_embedding_backlog(owner, embeddings, 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_sweep_queues_threads_behind_but_not_one_whose_run_is_at_work(owner, embeddings, settings):
-    settings.THREADMEM_EMBEDDINGS_SWEEP_SECONDS = 300
+    settings.EMBEDDINGS_SWEEP_SECONDS = 300
     stalled, working = make_thread(owner, "stalled"), make_thread(owner, "working")
     for thread in (stalled, working):
         append(thread, {"role": "user", "content": "the postgres replica fell behind"})
@@ -106,7 +106,7 @@ def test_messages_appended_while_the_broker_was_down_are_embedded_by_the_sweep(
         pytest.skip("worker processes share the test database: PostgreSQL")
     thread = make_thread(owner, "ops")
     pool = Workers(queue=f"threadmem-embed-sweep-{tmp_path.name}", log_dir=tmp_path, fake=embeddings)
-    quick = {"THREADMEM_EMBEDDING_MODEL": embeddings.embedding_model, "THREADMEM_EMBEDDINGS_SWEEP_SECONDS": "1"}
+    quick = {"THREADMEM_EMBEDDING_MODEL": embeddings.embedding_model, "EMBEDDINGS_SWEEP_SECONDS": "1"}
     with sending_to(pool.queue):
         try:
             pool.purge()

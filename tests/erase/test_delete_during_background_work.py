@@ -28,7 +28,7 @@ from tests.support.workers import Workers, running_workers
 from threadmem import services
 from threadmem.embeddings import choice
 from threadmem.embeddings.tasks import embed_thread_later, embed_thread_task, wait_for_background
-from threadmem.erase import threads as erase_threads
+from threadmem.erase import thread_delete as erase_delete
 from threadmem.erase.tasks import erase_sweep
 from threadmem.models import Deletion, EmbeddingProgress, Message, Thread
 
@@ -121,7 +121,7 @@ def test_a_delete_while_a_celery_worker_embeds_the_thread_answers_200_and_leaves
 def stopped_half_way(thread) -> None:
     """What a process killed after a deletion's first step leaves: the thread withdrawn, its rows stored."""
     with transaction.atomic():
-        erase_threads._withdraw(thread=thread, with_forks=False, idle_before=None)
+        erase_delete._withdraw(thread=thread, with_forks=False, idle_before=None)
 
 
 def test_a_deletion_stopped_half_way_is_finished_by_the_next_delete_not_404(owner, owner_api):
@@ -150,7 +150,7 @@ def test_a_deletion_stopped_half_way_is_listed_by_retention_and_finished_by_the_
     stopped_half_way(thread)
     # A deletion at work is left to the request doing it; one stopped past the grace is the sweep's.
     assert erase_sweep() == 0 and Thread.objects.filter(pk=thread.pk).exists()
-    Thread.objects.filter(pk=thread.pk).update(last_activity_at=timezone.now() - erase_threads.WITHDRAWN_GRACE * 2)
+    Thread.objects.filter(pk=thread.pk).update(last_activity_at=timezone.now() - erase_delete.WITHDRAWN_GRACE * 2)
     out = StringIO()
     call_command("retention", "--days", "30", "--dry-run", stdout=out)
     assert "claude-code:abandoned\towner\tdeletion unfinished since" in out.getvalue()

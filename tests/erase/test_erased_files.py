@@ -71,7 +71,7 @@ def test_forget_owner_removes_an_upload_still_waiting_for_its_task(
 ):
     # Past the inline size an upload waits in the import folder for its task (enqueued after the commit, which
     # this test's transaction never reaches).
-    settings.THREADMEM_IMPORT_INLINE_BYTES = 1
+    settings.IMPORT_INLINE_MAX_BYTES = 1
     response = owner_api.post(
         "/api/v1/imports/",
         (data_dir() / "short.jsonl").read_bytes(),

@@ -7,7 +7,7 @@ import pytest
 from tests.support.factories import append, append_tool_exchange, console_client, make_thread
 from tests.support.semantic import embedded, ranked_ids, semantic_part
 from threadmem import services
-from threadmem.erase.threads import thread_delete
+from threadmem.erase.thread_delete import thread_delete
 from threadmem.errors import NotFound
 from threadmem.imports.catalogue import session_catalogue
 from threadmem.models import (
@@ -175,9 +175,9 @@ def test_the_django_admin_deletes_nothing_every_deletion_goes_through_the_record
 
 
 def test_a_large_thread_goes_in_batches(owner, monkeypatch):
-    from threadmem.erase import threads as erase_threads
+    from threadmem.erase import thread_delete as erase_delete
 
-    monkeypatch.setattr(erase_threads, "BATCH_MESSAGES", 2)
+    monkeypatch.setattr(erase_delete, "BATCH_MESSAGES", 2)
     thread = make_thread(owner, "in-batches")
     for n in range(7):
         append_tool_exchange(thread, {"id": f"c{n}", "name": "Bash", "arguments": {"command": f"ls {n}"}}, f"out {n}")

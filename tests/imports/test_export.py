@@ -21,7 +21,7 @@ from tests.support.compaction import deploy_conversation
 from tests.support.factories import append, make_thread
 from tests.support.sessions import LONG, data_dir
 from threadmem import services
-from threadmem.compaction.service import compaction_run_now
+from threadmem.compaction.compacting import compaction_run_now
 from threadmem.imports.export import thread_export_lines
 from threadmem.imports.records import detect_format
 from threadmem.models import Generation, Import, Message, Thread, ToolArgument
@@ -35,7 +35,7 @@ CURSOR = re.compile(r'cursor="[^"]*"')
 
 
 def delete(thread: Thread, actor) -> None:
-    from threadmem.erase.threads import thread_delete
+    from threadmem.erase.thread_delete import thread_delete
 
     thread_delete(thread=thread, actor=actor)
 

@@ -113,7 +113,7 @@ def test_an_upload_imports_and_its_status_is_readable_by_its_owner_only(owner_ap
 
 
 def test_a_large_upload_imports_in_a_task(owner_api, settings, django_capture_on_commit_callbacks):
-    settings.THREADMEM_IMPORT_INLINE_BYTES = 100
+    settings.IMPORT_INLINE_MAX_BYTES = 100
     with django_capture_on_commit_callbacks(execute=True):
         response = upload(owner_api, (data_dir() / "tool_heavy.jsonl").read_bytes())
     assert response.status_code == 202, response.content

@@ -95,7 +95,7 @@ def test_an_export_with_a_bad_line_is_refused_whole_and_says_which_line(owner_ap
 def test_a_refused_export_imported_in_a_task_reads_failed_with_its_bad_lines(
     owner_api, settings, django_capture_on_commit_callbacks
 ):
-    settings.THREADMEM_IMPORT_INLINE_BYTES = 100
+    settings.IMPORT_INLINE_MAX_BYTES = 100
     before = row_counts()
     with django_capture_on_commit_callbacks(execute=True):
         response = post(owner_api, export(good(1), message(1, "again"), good(3)))

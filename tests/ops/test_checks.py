@@ -19,7 +19,7 @@ REDIS = "redis://127.0.0.1:6379/0"
 def errors_of(settings, *, broker: str, visibility_timeout: int, time_limit: int = 900) -> list[str]:
     settings.CELERY_BROKER_URL = broker
     settings.CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": visibility_timeout}
-    settings.THREADMEM_COMPACTION_TIME_LIMIT = time_limit
+    settings.COMPACTION_TIME_LIMIT = time_limit
     return [message.id for message in broker_visibility_timeout_check()]
 
 

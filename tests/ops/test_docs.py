@@ -7,6 +7,7 @@ documents exactly the variables the settings read.
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,35 @@ def test_every_variable_the_server_reads_is_documented():
     assert not missing, f"read from the environment but not in docs/configuration.md: {missing}"
 
 
+# Anything else reads: Python's environment reads (a name, or a ``*_VARIABLE`` constant naming it) in the product
+# and the capture hook, and the variables the Procfile and the Makefile take.
+ANY_ENV_READ = re.compile(
+    r"\b(?:os\.environ(?:\.get|\.setdefault)?[\[(]|getenv\(|env_\w+\()\s*\"([A-Z][A-Z0-9_]*)\"|"
+    r"\b[A-Z_]*VARIABLE\s*=\s*\"([A-Z][A-Z0-9_]*)\""
+)
+SHELL_READ = re.compile(r"\$\$?\{([A-Z][A-Z0-9_]*)|\$\(([A-Z][A-Z0-9_]*)\)|^([A-Z][A-Z0-9_]*) \?=", re.MULTILINE)
+MAKE_OWN = {"PY", "VENV", "HOME"}  # make's own variables and the shell's, not settings
+
+
+def read_anywhere() -> set[str]:
+    names = set()
+    for path in [*(p for folder in SERVER_DIRS for p in (ROOT / folder).rglob("*.py")), *(ROOT / "plugin").rglob("*")]:
+        if path.is_file():
+            names |= {a or b for a, b in ANY_ENV_READ.findall(path.read_text(encoding="utf-8", errors="replace"))}
+    for name in ("Procfile", "Makefile"):
+        names |= {a or b or c for a, b, c in SHELL_READ.findall((ROOT / name).read_text(encoding="utf-8"))}
+    return names - MAKE_OWN
+
+
+def test_every_variable_anything_reads_is_named_on_the_configuration_page():
+    """The server's in the table, the clients', the process's, make's and the Procfile's after it."""
+    page = CONFIGURATION.read_text(encoding="utf-8")
+    read = read_anywhere()
+    assert {"THREADMEM_TOKEN", "THREADMEM_URL", "THREADMEM_CAPTURE_STATE", "WEB_CONCURRENCY"} <= read  # found
+    missing = sorted(name for name in read if f"`{name}`" not in page)
+    assert not missing, f"read but not named in docs/configuration.md: {missing}"
+
+
 MAX_DOCUMENTED = 35  # issue 44: the settings a user needs, each with its user story
 
 
@@ -193,7 +223,7 @@ def test_every_threadmem_name_in_the_docs_is_one_the_code_has():
     """A setting removed from the code is removed from the docs too (docs/changelog.md keeps the history)."""
     code = "\n".join(
         path.read_text(encoding="utf-8", errors="replace")
-        for folder in (*SERVER_DIRS, "clients", "bench", "scripts", "tests")
+        for folder in (*SERVER_DIRS, "clients", "bench", "scripts", "tests", "plugin")
         for path in (ROOT / folder).rglob("*")
         if path.is_file() and path.suffix in {".py", ".sh", ".js", ".json", ""} and not SKIPPED_PARTS & set(path.parts)
     ) + (ROOT / "Makefile").read_text(encoding="utf-8")
@@ -205,3 +235,39 @@ def test_every_threadmem_name_in_the_docs_is_one_the_code_has():
         for name in set(THREADMEM_NAME.findall(page.read_text(encoding="utf-8"))) - known
     )
     assert not stale, "\n".join(stale)
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+# Packages whose own sections other pages keep (search.md, scaling.md): the map names the package, not each file.
+MAPPED_WHOLE = {"search", "replica_backend", "migrations"}
+
+
+def test_the_architecture_page_names_every_layer_command_and_module():
+    """docs/architecture.md maps the whole code: every import-linter layer, every management command, every
+    module of threadmem/ (each package's files too), of api/ and its views, of the other surfaces and of config/."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = pyproject["tool"]["importlinter"]["contracts"]
+    layers = [m.strip() for c in contracts if c["type"] == "layers" for layer in c["layers"] for m in layer.split("|")]
+    missing = [f"layer {name}" for name in layers if f"`{name}`" not in page]
+    commands = [
+        path.stem
+        for folder in ("cli", "mcp_server")
+        for path in (ROOT / folder / "management" / "commands").glob("*.py")
+        if path.stem != "__init__"
+    ]
+    missing += [f"command {name}" for name in commands if f"`{name}" not in page]
+    threadmem = ROOT / "threadmem"
+    named = [path for path in threadmem.iterdir() if not path.name.startswith(("_", "."))]
+    for package in threadmem.rglob("*/"):
+        if package.is_dir() and not MAPPED_WHOLE & set(package.relative_to(threadmem).parts):
+            named += [path for path in package.iterdir() if path.suffix == ".py" and path.stem != "__init__"]
+    for folder in ("api", "api/views", "cli", "mcp_server", "oauth", "config"):
+        named += [path for path in (ROOT / folder).glob("*.py") if path.stem not in {"__init__", "apps"}]
+    missing += [
+        str(path.relative_to(ROOT))
+        for path in named
+        if "__pycache__" not in path.parts and not re.search(rf"\b{re.escape(path.stem)}(\.py|/|\b)", page)
+    ]
+    assert len(layers) > 15 and len(commands) >= 14 and len(named) > 100  # found
+    assert not missing, f"docs/architecture.md does not name: {missing}"

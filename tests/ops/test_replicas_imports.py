@@ -38,7 +38,7 @@ def test_an_upload_imported_by_a_worker_is_found_by_its_owner_while_the_replica_
     # This process and the worker share the cache, as every process does in production (CACHE_URL).
     cache_url = django_settings.CELERY_BROKER_URL
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": cache_url}}
-    settings.THREADMEM_IMPORT_INLINE_BYTES = 0  # every upload waits for its task
+    settings.IMPORT_INLINE_MAX_BYTES = 0  # every upload waits for its task
     owner, operator = make_user("owner"), make_user("operator", is_staff=True)
     cache.delete_many([positions._WRITTEN_KEY.format(owner.pk), positions._FENCE_KEY])
     replica_url = f"postgres://postgres@127.0.0.1:{replica.port}/{connection.settings_dict['NAME']}"

@@ -27,11 +27,11 @@ def test_each_kind_has_its_queue_and_beats_sweeps_stay_on_the_default_one(settin
         return app.amqp.router.route({}, task)["queue"].name
 
     compaction = queue_of("threadmem.compaction.run")
-    assert compaction == queue_of("threadmem.compaction.resummarize") == settings.THREADMEM_COMPACTION_QUEUE
+    assert compaction == queue_of("threadmem.compaction.resummarize") == settings.COMPACTION_QUEUE
     embeddings = queue_of("threadmem.embeddings.embed_thread")
-    assert embeddings == settings.THREADMEM_EMBEDDINGS_QUEUE
+    assert embeddings == settings.EMBEDDINGS_QUEUE
     imports = queue_of("threadmem.imports.run")
-    assert imports == settings.THREADMEM_IMPORTS_QUEUE
+    assert imports == settings.IMPORTS_QUEUE
     assert len({compaction, embeddings, imports, settings.CELERY_TASK_DEFAULT_QUEUE}) == 4
     sweeps = [entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()]
     assert {"threadmem.compaction.sweep", "threadmem.embeddings.sweep"} <= set(sweeps)
@@ -49,14 +49,14 @@ def test_each_kind_of_task_goes_to_its_queue_and_a_compaction_runs_past_an_impor
         pytest.skip("worker processes share the test database: PostgreSQL")
     base = f"threadmem-queues-{os.getpid()}-{uuid.uuid4().hex[:6]}"
     queue_of = {
-        "THREADMEM_COMPACTION_QUEUE": f"{base}-compaction",
-        "THREADMEM_EMBEDDINGS_QUEUE": f"{base}-embeddings",
-        "THREADMEM_IMPORTS_QUEUE": f"{base}-imports",
+        "COMPACTION_QUEUE": f"{base}-compaction",
+        "EMBEDDINGS_QUEUE": f"{base}-embeddings",
+        "IMPORTS_QUEUE": f"{base}-imports",
     }
     compaction_queue, embeddings_queue, imports_queue = queue_of.values()
     fake_openai.default_chat = lambda body: nine_sections(s8="compacted past the import backlog")
     settings.THREADMEM_EMBEDDING_MODEL = fake_openai.embedding_model
-    settings.THREADMEM_IMPORT_INLINE_BYTES = 0  # every upload waits for its task
+    settings.IMPORT_INLINE_MAX_BYTES = 0  # every upload waits for its task
     pool = Workers(queue=base, log_dir=tmp_path, fake=fake_openai)
     client = token_client(owner)
     with sending_to(base, queue_of):

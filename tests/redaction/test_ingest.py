@@ -32,7 +32,7 @@ from tests.support.secrets import (
     claude_code_session,
 )
 from tests.support.turns import run_turn, search_call
-from threadmem.compaction import service as compaction_service
+from threadmem.compaction import compacting
 from threadmem.lib.jsonleaves import string_leaves
 from threadmem.models import Generation, Message, Thread, ToolArgument, ToolCall
 
@@ -221,7 +221,7 @@ def test_an_agent_turn_stores_the_models_secrets_redacted_and_never_sends_one_ba
 
 def _compacted_summary(thread: Thread, capture) -> Message:
     with capture(execute=True):
-        compaction_service.compaction_request(thread=thread, trigger="test")
+        compacting.compaction_request(thread=thread, trigger="test")
     return Generation.objects.get(thread=thread, number=1).summary_message
 
 

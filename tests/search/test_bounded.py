@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from threadmem.lib.windows import window_around
+from tests.support.windows import window_around
 from threadmem.search.bounded import (
     HEADER,
     SEMANTIC_HEADING,

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.factories import append, make_thread
 from tests.support.search import newest_first_terms
 from tests.support.sessions import data_dir
-from threadmem.imports.service import import_paths
+from threadmem.imports.import_once import import_paths
 from threadmem.search import search_memory
 from threadmem.search.bounded import SEARCH_COUNT_LIMIT
 from threadmem.search.database import common_words, forget_common_words, word_lexeme

@@ -19,7 +19,7 @@ from tests.support.factories import append, fork_at_middle, make_thread
 from tests.support.search import skip_without_search_extension
 from tests.support.sessions import LONG, data_dir
 from threadmem import services
-from threadmem.imports.service import import_paths
+from threadmem.imports.import_once import import_paths
 from threadmem.lib.terms import query_terms
 from threadmem.models import Message, ToolArgument
 from threadmem.search import database, search_memory

@@ -2,7 +2,7 @@
 and the queues a test's own.
 
 Another process cannot be patched, so a test passes a timing or a queue in the child's environment under the
-setting's name (``THREADMEM_COMPACTION_LEASE=2``, ``CELERY_TASK_DEFAULT_QUEUE=<the test's queue>``); this module,
+setting's name (``COMPACTION_LEASE=2``, ``CELERY_TASK_DEFAULT_QUEUE=<the test's queue>``); this module,
 the child's DJANGO_SETTINGS_MODULE, reads it. The product reads none of these names from the environment.
 """
 
@@ -14,11 +14,11 @@ from config.settings import *  # noqa: F403
 from config.settings import CELERY_BEAT_SCHEDULE, CELERY_TASK_ROUTES, broker_transport_options
 
 TIMINGS = (
-    "THREADMEM_COMPACTION_RETRY_BACKOFF",
-    "THREADMEM_COMPACTION_LEASE",
-    "THREADMEM_COMPACTION_SWEEP_SECONDS",
-    "THREADMEM_COMPACTION_DISPATCH_TIMEOUT",
-    "THREADMEM_EMBEDDINGS_SWEEP_SECONDS",
+    "COMPACTION_RETRY_BACKOFF",
+    "COMPACTION_LEASE",
+    "COMPACTION_SWEEP_SECONDS",
+    "COMPACTION_DISPATCH_TIMEOUT",
+    "EMBEDDINGS_SWEEP_SECONDS",
 )
 for _name in TIMINGS:
     if _name in os.environ:
@@ -26,15 +26,15 @@ for _name in TIMINGS:
 
 CELERY_BEAT_SCHEDULE = {
     **CELERY_BEAT_SCHEDULE,
-    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(THREADMEM_COMPACTION_SWEEP_SECONDS)},  # noqa: F405
-    "embeddings-sweep": {"task": "threadmem.embeddings.sweep", "schedule": float(THREADMEM_EMBEDDINGS_SWEEP_SECONDS)},  # noqa: F405
+    "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(COMPACTION_SWEEP_SECONDS)},  # noqa: F405
+    "embeddings-sweep": {"task": "threadmem.embeddings.sweep", "schedule": float(EMBEDDINGS_SWEEP_SECONDS)},  # noqa: F405
 }
 # Each test's workers consume queues of their own, so parallel runs sharing a broker never take each other's tasks.
 QUEUES = (
     "CELERY_TASK_DEFAULT_QUEUE",
-    "THREADMEM_COMPACTION_QUEUE",
-    "THREADMEM_EMBEDDINGS_QUEUE",
-    "THREADMEM_IMPORTS_QUEUE",
+    "COMPACTION_QUEUE",
+    "EMBEDDINGS_QUEUE",
+    "IMPORTS_QUEUE",
 )
 _renamed = {}  # the product's queue name -> the test's
 for _name in QUEUES:

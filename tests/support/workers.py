@@ -28,7 +28,7 @@ CELERY = ROOT / ".venv" / "bin" / "celery"
 READY_SECONDS = 60
 WAIT_SECONDS = 60
 # The settings naming each routed kind's queue (config/settings.py, CELERY_TASK_ROUTES; the child's: child_settings.py).
-QUEUE_SETTINGS = ("THREADMEM_COMPACTION_QUEUE", "THREADMEM_EMBEDDINGS_QUEUE", "THREADMEM_IMPORTS_QUEUE")
+QUEUE_SETTINGS = ("COMPACTION_QUEUE", "EMBEDDINGS_QUEUE", "IMPORTS_QUEUE")
 
 
 def database_url() -> str:
@@ -74,7 +74,7 @@ class Workers:
             "OPENAI_API_KEY": self.fake.api_key,
             "THREADMEM_CHAT_MODEL": self.fake.chat_model,
             "THREADMEM_LLM_TIMEOUT": "90",
-            "THREADMEM_COMPACTION_RETRY_BACKOFF": "1",
+            "COMPACTION_RETRY_BACKOFF": "1",
             **(extra_env or {}),
         }
         consumed = ",".join(queues or [self.queue])

@@ -3,7 +3,7 @@
 ``compaction_claim`` is a conditional UPDATE (pending -> running, or a
 takeover of a claim whose holder died) under the thread row lock, which also
 fixes the cut: the last message present now (``cut_seq``). Only the holder of
-the claim may commit (compaction/service.py); a failed attempt gives the
+the claim may commit (compaction/compacting.py); a failed attempt gives the
 claim back (``compaction_release``, for a retry) or marks the compaction
 failed (``compaction_fail``), and either way generation N is open again.
 """
@@ -33,7 +33,7 @@ RETRY_BACKOFF_MAX = 600
 
 
 def soft_time_limit() -> int:
-    return int(settings.THREADMEM_COMPACTION_TIME_LIMIT)
+    return int(settings.COMPACTION_TIME_LIMIT)
 
 
 def hard_time_limit() -> int:
@@ -47,7 +47,7 @@ def lease_duration() -> timedelta:
 
 def dispatch_timeout() -> timedelta:
     """How long a sent compaction may wait for a worker to start it before it is sent again."""
-    return timedelta(seconds=settings.THREADMEM_COMPACTION_DISPATCH_TIMEOUT)
+    return timedelta(seconds=settings.COMPACTION_DISPATCH_TIMEOUT)
 
 
 def looks_abandoned(compaction: Compaction, now: datetime) -> bool:
@@ -55,7 +55,7 @@ def looks_abandoned(compaction: Compaction, now: datetime) -> bool:
 
     A running claim is trusted until its lease ends; a pending row until its
     retry was due (``compaction_release`` sets that) or, never started, for
-    one dispatch timeout after it was sent (``service.compaction_send`` sets that).
+    one dispatch timeout after it was sent (``compacting.compaction_send`` sets that).
     """
     if compaction.lease_expires_at is not None:
         return compaction.lease_expires_at < now

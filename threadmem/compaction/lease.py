@@ -19,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 def heartbeat_lease() -> timedelta:
     """How long a claim renewed by a heartbeat is trusted without news from its holder."""
-    return timedelta(seconds=settings.THREADMEM_COMPACTION_LEASE)
+    return timedelta(seconds=settings.COMPACTION_LEASE)
 
 
 @contextlib.contextmanager

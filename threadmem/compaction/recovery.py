@@ -3,9 +3,9 @@
 A running claim carries a short lease that a heartbeat renews while its
 attempt works (``lease.claim_heartbeat``). A worker killed outright stops renewing,
 and ``compaction_sweep`` (a Celery beat task, every
-THREADMEM_COMPACTION_SWEEP_SECONDS) sends every live compaction whose lease ran
+COMPACTION_SWEEP_SECONDS) sends every live compaction whose lease ran
 out to a worker again, under its own task id; the next attempt takes the
-expired claim over (``service.compaction_claim``). So a compaction stalls for
+expired claim over (``compacting.compaction_claim``). So a compaction stalls for
 about one lease plus one sweep, not for the broker's redelivery delay (Redis
 hands an unacknowledged task out again only after its visibility timeout,
 an hour by default). Duplicate deliveries are harmless: one claim wins.
@@ -17,7 +17,7 @@ import logging
 
 from django.utils import timezone
 
-from threadmem.compaction import service
+from threadmem.compaction import compacting
 from threadmem.compaction.claim import LIVE, looks_abandoned
 from threadmem.errors import ServiceUnavailable
 from threadmem.models import Compaction
@@ -38,7 +38,7 @@ def compaction_sweep() -> int:
         if not looks_abandoned(compaction, now):
             continue
         try:
-            service.compaction_send(compaction)
+            compacting.compaction_send(compaction)
         except ServiceUnavailable:
             logger.warning("compaction sweep: the broker is unreachable; the next sweep tries again")
             break

@@ -15,7 +15,7 @@ whole parent thread) asks the same of every fork holding it, and of their
 forks in turn.
 
 The hooks take the row lock of every thread they ask for; a commit (this
-module's, and ``service.compaction_commit``) checks under the same lock that
+module's, and ``compacting.compaction_commit``) checks under the same lock that
 what it summarized is still all visible (``source_withdrawn``). So an
 isolation is either seen by the commit, which summarizes again, or sees the
 summary committed and asks for its rewrite; never neither.
@@ -31,8 +31,8 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from threadmem.compaction import compacting
 from threadmem.compaction import selectors as compaction_selectors
-from threadmem.compaction import service
 from threadmem.compaction.claim import LIVE, lease_duration
 from threadmem.compaction.summary import Summary, summarize
 from threadmem.models import Compaction, Generation, Message, Thread
@@ -130,7 +130,7 @@ def _ask(*, thread_id: int, generation: int, actor: AbstractBaseUser) -> Compact
     )
     if compaction is None:  # a stale compaction of the closed generation holds the live slot
         return Compaction.objects.filter(thread_id=thread_id, generation=generation, status__in=LIVE).first()
-    transaction.on_commit(partial(service.compaction_send, compaction), robust=True)
+    transaction.on_commit(partial(compacting.compaction_send, compaction), robust=True)
     return compaction
 
 

@@ -2,7 +2,7 @@
 
 ``acks_late`` with ``reject_on_worker_lost``: a worker that dies mid-task
 leaves the message unacknowledged, so the broker delivers it again and the
-next attempt takes over the dead claim (``service.compaction_claim``).
+next attempt takes over the dead claim (``compacting.compaction_claim``).
 
 Retries (transient model errors, unusable answers, the soft time limit) back
 off exponentially with full jitter, as ``autoretry_for``/``retry_backoff``/
@@ -22,15 +22,15 @@ from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
 from threadmem import metrics
-from threadmem.compaction import recovery, resummarize, service
+from threadmem.compaction import compacting, recovery, resummarize
 from threadmem.compaction.claim import RETRY_BACKOFF_MAX, hard_time_limit, soft_time_limit
 from threadmem.models import Compaction
 
 
 def retry_countdown(retries: int) -> float:
-    """Seconds before the next attempt: exponential from THREADMEM_COMPACTION_RETRY_BACKOFF, full jitter."""
+    """Seconds before the next attempt: exponential from COMPACTION_RETRY_BACKOFF, full jitter."""
     return get_exponential_backoff_interval(
-        factor=settings.THREADMEM_COMPACTION_RETRY_BACKOFF,
+        factor=settings.COMPACTION_RETRY_BACKOFF,
         retries=retries,
         maximum=RETRY_BACKOFF_MAX,
         full_jitter=True,
@@ -51,7 +51,7 @@ def _observed(outcome: str, started: float) -> None:
     name="threadmem.compaction.run",
     acks_late=True,
     reject_on_worker_lost=True,
-    max_retries=settings.THREADMEM_COMPACTION_MAX_RETRIES,
+    max_retries=settings.COMPACTION_MAX_RETRIES,
     soft_time_limit=soft_time_limit(),
     time_limit=hard_time_limit(),
 )
@@ -59,12 +59,12 @@ def compaction_run_task(self, compaction_id: int) -> str:
     retries = self.request.retries or 0
     started = time.perf_counter()
     try:
-        outcome = service.compaction_run(
+        outcome = compacting.compaction_run(
             compaction_id=compaction_id,
             final_attempt=retries >= self.max_retries,
             heartbeat=not self.request.is_eager,
         )
-    except service.RETRYABLE_ERRORS as exc:
+    except compacting.RETRYABLE_ERRORS as exc:
         _observed("retry", started)
         # compaction_run gave the claim back; the next attempt claims it again.
         if self.request.is_eager:
@@ -80,18 +80,18 @@ def compaction_run_task(self, compaction_id: int) -> str:
 
 @shared_task(name="threadmem.compaction.resummarize", acks_late=True, reject_on_worker_lost=True)
 def resummarize_task(compaction_id: int) -> str:
-    """A re-summary after isolation (resummarize.py): fetch by id, call the service."""
+    """A re-summary after isolation (resummarize.py): fetch by id, call the compacting."""
     message = resummarize.resummarize_run(compaction_id=compaction_id)
     return f"summary messageId={message.id}" if message is not None else "nothing to do"
 
 
 def compaction_enqueue(compaction: Compaction) -> None:
-    """Send ``compaction`` to a worker under its own task id (the service calls this on commit)."""
+    """Send ``compaction`` to a worker under its own task id (``compacting`` calls this on commit)."""
     task = resummarize_task if compaction.trigger == resummarize.TRIGGER else compaction_run_task
     task.apply_async(args=[compaction.id], task_id=compaction.task_id)
 
 
 @shared_task(name="threadmem.compaction.sweep", ignore_result=True)
 def compaction_sweep_task() -> int:
-    """Celery beat, every THREADMEM_COMPACTION_SWEEP_SECONDS: resend compactions nobody works on (recovery.py)."""
+    """Celery beat, every COMPACTION_SWEEP_SECONDS: resend compactions nobody works on (recovery.py)."""
     return recovery.compaction_sweep()

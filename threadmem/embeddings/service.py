@@ -9,7 +9,7 @@ are idempotent: two runs over the same messages store each piece once
 (``chunk_unique_part``), so a redelivered task or an overlapping backfill
 costs model calls, never duplicates.
 
-A thread being deleted (threadmem/erase/threads.py) stops a run: its
+A thread being deleted (threadmem/erase/thread_delete.py) stops a run: its
 progress row goes when the thread is withdrawn, and each batch stores its
 pieces under that row's lock, so a batch lands wholly before the withdrawal
 (and its pieces go with the thread) or finds the row gone and stores

@@ -17,7 +17,7 @@ the thread once the append has committed:
 Either way the append has answered already: ingestion never waits for, nor
 fails with, the embedding model. A thread whose task never ran (appended while
 the broker was down, or the message lost) is queued by ``embeddings_sweep_task``
-(Celery beat, every THREADMEM_EMBEDDINGS_SWEEP_SECONDS).
+(Celery beat, every EMBEDDINGS_SWEEP_SECONDS).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def embeddings_sweep_task() -> int:
     if not model:
         return 0
     # A thread whose progress moved within one sweep has a run at work: another would repeat its model calls.
-    idle_for = timedelta(seconds=settings.THREADMEM_EMBEDDINGS_SWEEP_SECONDS)
+    idle_for = timedelta(seconds=settings.EMBEDDINGS_SWEEP_SECONDS)
     thread_ids = service.threads_behind(model, idle_for=idle_for)
     for thread_id in thread_ids:
         embed_thread_task.delay(thread_id, model)

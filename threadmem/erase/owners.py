@@ -20,7 +20,7 @@ from django.db import transaction
 
 from threadmem.erase.record import deletion_record, forget_kept
 from threadmem.erase.rows import delete_threads
-from threadmem.erase.threads import family, thread_delete
+from threadmem.erase.thread_delete import family, thread_delete
 from threadmem.models import CaptureCursor, Deletion, Import, IsolationEvent, Thread, ToolCall
 
 

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from threadmem.erase.threads import family, finish_withdrawn, thread_delete, withdrawn_stale
+from threadmem.erase.thread_delete import family, finish_withdrawn, thread_delete, withdrawn_stale
 from threadmem.errors import DomainError
 from threadmem.models import WITHDRAWN_PREFIX, Deletion, Thread
 

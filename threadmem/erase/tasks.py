@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from threadmem.erase.retention import retention_run
-from threadmem.erase.threads import finish_withdrawn
+from threadmem.erase.thread_delete import finish_withdrawn
 
 
 @shared_task(name="threadmem.erase.retention", ignore_result=True)

@@ -23,8 +23,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from threadmem.errors import Conflict, InvalidInput
+from threadmem.imports.file_import import FileImport
 from threadmem.imports.records import FORMATS, detect_format, is_subagent_file
-from threadmem.imports.service import FileImport, ImportReport
+from threadmem.imports.report import ImportReport
 from threadmem.infrastructure import replicas
 from threadmem.models import CaptureCursor
 from threadmem.services import create_unless_conflicting

@@ -63,7 +63,7 @@ class ClaudeCodeParser:
     """Feeds on a session file's lines; keeps the open API message until a record shows it is complete.
 
     ``flush`` emits the open message as it stands and keeps it open: a live
-    session (``--follow``) may stream more blocks of it, and the service
+    session (``--follow``) may stream more blocks of it, and ``file_import``
     then grows the stored message (same source id) instead of adding one.
     """
 

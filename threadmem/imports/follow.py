@@ -14,8 +14,10 @@ from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from threadmem.imports.file_import import FileImport
+from threadmem.imports.import_once import statistics_refresh
 from threadmem.imports.records import detect_format, session_files
-from threadmem.imports.service import FileImport, ImportReport, statistics_refresh
+from threadmem.imports.report import ImportReport
 
 POLL_SECONDS = 0.5
 

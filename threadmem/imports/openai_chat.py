@@ -1,6 +1,6 @@
 """OpenAI chat JSONL: one conversation a line, ``{"messages": [...]}`` as the Chat Completions API takes them.
 
-Each line is one conversation and becomes one thread (``service``); its
+Each line is one conversation and becomes one thread (``file_import``); its
 messages keep their order, with source ids ``<line>:<index>`` so a
 re-import adds nothing twice. ``developer`` is read as ``system``, the
 legacy ``function`` role as ``tool``; content given as parts keeps its text

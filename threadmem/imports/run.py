@@ -12,7 +12,8 @@ from pathlib import Path
 from django.utils import timezone
 
 from threadmem.errors import DomainError
-from threadmem.imports.service import MAX_REPORTED_PROBLEMS, import_paths
+from threadmem.imports.import_once import import_paths
+from threadmem.imports.report import MAX_REPORTED_PROBLEMS
 from threadmem.infrastructure import replicas
 from threadmem.models import Import
 from threadmem.redaction import text_redacted

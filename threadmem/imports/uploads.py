@@ -66,7 +66,7 @@ def import_upload(
         _check_jsonl(path)
         fmt = fmt or detect_format(path) or "claude-code"
         record = Import.objects.create(owner=owner, format=fmt, name=name, path=str(path), size=size, channel=channel)
-        if size <= settings.THREADMEM_IMPORT_INLINE_BYTES:
+        if size <= settings.IMPORT_INLINE_MAX_BYTES:
             import_run(import_id=record.pk, raise_errors=True)
         else:
             transaction.on_commit(lambda: import_run_task.delay(record.pk))

@@ -4,8 +4,9 @@ The rules (``threadmem/lib/secrets/``, docs/secrets.md lists them and their sour
 
 - ``detect_secrets.py``: detect-secrets' plugins, their regexes imported from the installed package;
 - ``vendors.py``: vendors' token formats (a prefix, an alphabet, a length), each citing the vendor's page;
-- ``assignments.py``: what stands where a secret goes: a value assigned to a secret-named key, a password on a
-  command line, an Authorization header, a URL's password, a Kubernetes Secret's values.
+- ``assignments.py``: a value assigned to a secret-named key;
+- ``commands_headers_urls.py``: a password on a command line, an Authorization header, a URL's password;
+- ``kubernetes.py``: a Kubernetes Secret's values.
 
 What is replaced is the secret, never the text around it: a key's name, a URL's scheme, user and host, the quotes
 around a value stay. Overlapping finds become one placeholder; text already redacted stays as it is.
@@ -22,7 +23,7 @@ from typing import Any
 
 from ahocorasick_rs import AhoCorasick, Implementation
 
-from threadmem.lib.secrets import assignments, detect_secrets, vendors
+from threadmem.lib.secrets import assignments, commands_headers_urls, detect_secrets, kubernetes, vendors
 from threadmem.lib.secrets.rule import Detector, Found
 
 PLACEHOLDER = "[redacted: {label}]"
@@ -31,8 +32,9 @@ Redaction = Found
 RULES: tuple[Detector, ...] = (
     *detect_secrets.RULES,
     *vendors.RULES,
-    *assignments.RULES,
-    *assignments.DETECTORS,
+    *commands_headers_urls.RULES,
+    assignments.Assignment(),
+    kubernetes.KubernetesSecret(),
 )
 
 

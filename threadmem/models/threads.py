@@ -12,7 +12,7 @@ from django.db.models import Q
 
 # The order of the rows kept as a history (the tool-call log, isolation events, imports, compactions).
 NEWEST_FIRST = ["-created_at", "-id"]
-# A thread being deleted (threadmem/erase/threads.py) is renamed to this prefix and its id: DEL is a control
+# A thread being deleted (threadmem/erase/thread_delete.py) is renamed to this prefix and its id: DEL is a control
 # character no channel may hold, so no caller names it, and listings leave it out.
 WITHDRAWN_PREFIX = "\x7fdeleted:"
 

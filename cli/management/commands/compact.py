@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem import selectors
-from threadmem.compaction import service as compaction_service
+from threadmem.compaction import compacting
 from threadmem.compaction.claim import LIVE, lease_duration
 from threadmem.errors import DomainError
 from threadmem.models import Compaction
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(exc.message) from None
         try:
-            compaction = compaction_service.compaction_request(thread=thread, trigger="command")
+            compaction = compacting.compaction_request(thread=thread, trigger="command")
         except DomainError as exc:
             raise CommandError(exc.message) from None
         self.stdout.write(

@@ -22,8 +22,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem.errors import DomainError
 from threadmem.imports.follow import POLL_SECONDS, follow_paths
+from threadmem.imports.import_once import import_paths
 from threadmem.imports.records import FORMATS, session_files
-from threadmem.imports.service import ImportReport, import_paths
+from threadmem.imports.report import ImportReport
 from threadmem.lib.validate import check_text
 from threadmem.services import CHANNEL_MAX_CHARS
 

@@ -25,8 +25,8 @@ class Command(BaseCommand):
         days = settings.THREADMEM_RETENTION_DAYS if days is None else days
         if days is None or days <= 0:
             raise CommandError("retention is off: set THREADMEM_RETENTION_DAYS or pass --days N (N >= 1)")
-        if days > settings.THREADMEM_RETENTION_MAX_DAYS:
-            raise CommandError(f"--days must be at most {settings.THREADMEM_RETENTION_MAX_DAYS} (a hundred years)")
+        if days > settings.RETENTION_MAX_DAYS:
+            raise CommandError(f"--days must be at most {settings.RETENTION_MAX_DAYS} (a hundred years)")
         if dry_run:
             # Deletions that stopped half way go first at every run, whatever the limit.
             unfinished = unfinished_deletions()

@@ -1,7 +1,7 @@
 """detect-secrets' plugins (Yelp, Apache 2.0): their published regexes, imported from the installed package.
 
 Each pattern runs over the whole text when one of its keywords is there, with what of its match is the secret.
-Left out, each for a rule of ours that does better or costs less (``vendors.py``, ``assignments.py``): the AWS key
+Left out, each for a rule of ours that does better or costs less (``vendors/``, ``assignments.py``): the AWS key
 id pattern (no word boundary: it took DNA and capital runs), Telegram's (no boundary: it took Redis keys
 ``rl:<time>:<35 characters>``), and the keyword assignments of Cloudant, IBM and SoftLayer (``api_key = "…"``:
 ``assignments.py`` reads every such assignment by the value's shape). Their URL patterns stay.
@@ -160,7 +160,7 @@ RULES: tuple[Rule, ...] = (
     *_rules(StripeDetector, "stripe key", [{"keywords": ("k_live_",), "span": token(r"[0-9a-zA-Z]*")}]),
     *_rules(OpenAIDetector, "openai key", [{"keywords": ("T3BlbkFJ",), "span": token(r"[A-Za-z0-9_-]*")}]),
     # Its ``//.+/:_authToken=`` backtracks over a long line (docs/secrets.md): ``_authToken=`` is an assignment
-    # (assignments.py) and ``npm_`` a vendor's prefix (vendors.py).
+    # (assignments.py) and ``npm_`` a vendor's prefix (vendors/).
     *_rules(NpmDetector, "npm token", [None]),
     *_rules(PypiTokenDetector, "pypi token", [{"keywords": ("pypi-AgE",)}] * 2),
     *_rules(SendGridDetector, "sendgrid key", [{"keywords": ("SG.",), "span": token("[a-zA-Z0-9_-]*")}]),

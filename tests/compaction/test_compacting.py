@@ -15,7 +15,7 @@ from django.utils import timezone
 from tests.support.compaction import deploy_conversation, nine_sections, section
 from tests.support.factories import append, make_thread
 from threadmem import selectors
-from threadmem.compaction import service
+from threadmem.compaction import compacting
 from threadmem.compaction.tasks import compaction_run_task
 from threadmem.models import Compaction, Generation, Message, Thread
 
@@ -25,7 +25,7 @@ ATTEMPTS = compaction_run_task.max_retries + 1
 def request_and_run(thread: Thread, capture) -> Compaction:
     """Request a compaction and run its task in-process on commit, as the API does."""
     with capture(execute=True):
-        compaction = service.compaction_request(thread=thread, trigger="test")
+        compaction = compacting.compaction_request(thread=thread, trigger="test")
     compaction.refresh_from_db()
     return compaction
 
@@ -74,15 +74,15 @@ def test_the_context_starts_with_the_summary_after_compaction(thread, no_model, 
 
 def test_it_moves_messages_that_arrived_after_the_cut_into_the_new_generation(thread, no_model):
     deploy_conversation(thread)
-    claim = service.compaction_claim(compaction_id=service.compaction_request(thread=thread, enqueue=False).id)
+    claim = compacting.compaction_claim(compaction_id=compacting.compaction_request(thread=thread, enqueue=False).id)
     # Appends go on while the model is being called.
     late = append(thread, {"role": "user", "content": "one more thing"}, {"role": "assistant", "content": "sure"})
     thread.refresh_from_db()
-    summary = service.summarize(
-        service.compaction_selectors.generation_input(thread=thread, generation=1, cut_seq=claim.cut_seq)
+    summary = compacting.summarize(
+        compacting.compaction_selectors.generation_input(thread=thread, generation=1, cut_seq=claim.cut_seq)
     )
 
-    message = service.compaction_commit(claim=claim, summary=summary)
+    message = compacting.compaction_commit(claim=claim, summary=summary)
 
     assert claim.cut_seq == 8
     assert all(m.generation == 1 for m in late)  # they landed in generation 1 while it was compacting
@@ -100,23 +100,23 @@ def test_a_generation_with_nothing_new_answers_conflict(thread, no_model, django
     deploy_conversation(thread)
     request_and_run(thread, django_capture_on_commit_callbacks)
 
-    with pytest.raises(service.Conflict, match="nothing to compact in generation 2"):
-        service.compaction_request(thread=thread)
+    with pytest.raises(compacting.Conflict, match="nothing to compact in generation 2"):
+        compacting.compaction_request(thread=thread)
 
     assert Compaction.objects.filter(thread=thread).count() == 1
 
 
 def test_an_empty_thread_has_nothing_to_compact(thread, no_model):
-    with pytest.raises(service.Conflict, match="nothing to compact in generation 1"):
-        service.compaction_request(thread=thread)
+    with pytest.raises(compacting.Conflict, match="nothing to compact in generation 1"):
+        compacting.compaction_request(thread=thread)
 
 
 def test_a_request_while_one_is_live_answers_with_the_same_one(thread, no_model, django_capture_on_commit_callbacks):
     deploy_conversation(thread)
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        first = service.compaction_request(thread=thread)
-        second = service.compaction_request(thread=thread)
+        first = compacting.compaction_request(thread=thread)
+        second = compacting.compaction_request(thread=thread)
 
     assert second.id == first.id
     assert second.task_id == first.task_id
@@ -125,9 +125,9 @@ def test_a_request_while_one_is_live_answers_with_the_same_one(thread, no_model,
 
 def test_running_the_same_compaction_twice_makes_exactly_one_generation(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
 
-    outcomes = [service.compaction_run(compaction_id=compaction.id) for _ in range(3)]
+    outcomes = [compacting.compaction_run(compaction_id=compaction.id) for _ in range(3)]
 
     assert [o.status for o in outcomes] == ["succeeded", "skipped", "skipped"]
     assert Generation.objects.filter(thread=thread).count() == 2
@@ -136,7 +136,7 @@ def test_running_the_same_compaction_twice_makes_exactly_one_generation(thread, 
 
 def test_a_vanished_compaction_exits_cleanly(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
     compaction.delete()
 
     result = compaction_run_task.apply(args=[compaction.id]).get()
@@ -265,17 +265,17 @@ def test_a_refused_request_fails_at_once_without_retrying(thread, fake_openai, d
 
 def test_a_claim_whose_holder_died_is_taken_over(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
     dead_pid = 2**22 + 12345  # above pid_max on Linux by default: no such process
     Compaction.objects.filter(pk=compaction.pk).update(
         status=Compaction.Status.RUNNING,
         attempts=1,
         claimed_by=f"{socket.gethostname()}:{dead_pid}:abcd",
-        lease_expires_at=timezone.now() + service.lease_duration(),
+        lease_expires_at=timezone.now() + compacting.lease_duration(),
     )
     Generation.objects.filter(thread=thread).update(state=Generation.State.COMPACTING)
 
-    outcome = service.compaction_run(compaction_id=compaction.id)
+    outcome = compacting.compaction_run(compaction_id=compaction.id)
 
     compaction.refresh_from_db()
     assert outcome.status == "succeeded"
@@ -285,13 +285,15 @@ def test_a_claim_whose_holder_died_is_taken_over(thread, no_model):
 
 def test_a_claim_whose_holder_is_alive_is_left_alone(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
-    holder = service.claimant_token()  # this very process: alive
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
+    holder = compacting.claimant_token()  # this very process: alive
     Compaction.objects.filter(pk=compaction.pk).update(
-        status=Compaction.Status.RUNNING, claimed_by=holder, lease_expires_at=timezone.now() + service.lease_duration()
+        status=Compaction.Status.RUNNING,
+        claimed_by=holder,
+        lease_expires_at=timezone.now() + compacting.lease_duration(),
     )
 
-    outcome = service.compaction_run(compaction_id=compaction.id)
+    outcome = compacting.compaction_run(compaction_id=compaction.id)
 
     compaction.refresh_from_db()
     assert outcome.status == "busy"
@@ -301,25 +303,25 @@ def test_a_claim_whose_holder_is_alive_is_left_alone(thread, no_model):
 
 def test_a_claim_whose_lease_ran_out_is_taken_over_even_from_another_host(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
     Compaction.objects.filter(pk=compaction.pk).update(
         status=Compaction.Status.RUNNING,
         claimed_by="some-other-host:1:abcd",
         lease_expires_at=timezone.now() - timezone.timedelta(seconds=1),
     )
 
-    assert service.compaction_run(compaction_id=compaction.id).status == "succeeded"
+    assert compacting.compaction_run(compaction_id=compaction.id).status == "succeeded"
 
 
 def test_a_claim_on_another_host_within_its_lease_is_looked_at_again_when_it_ends(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
-    lease_end = timezone.now() + service.lease_duration()
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
+    lease_end = timezone.now() + compacting.lease_duration()
     Compaction.objects.filter(pk=compaction.pk).update(
         status=Compaction.Status.RUNNING, claimed_by="some-other-host:1:abcd", lease_expires_at=lease_end
     )
 
-    outcome = service.compaction_run(compaction_id=compaction.id)
+    outcome = compacting.compaction_run(compaction_id=compaction.id)
 
     assert outcome.status == "busy"
     assert outcome.retry_at == lease_end
@@ -327,12 +329,12 @@ def test_a_claim_on_another_host_within_its_lease_is_looked_at_again_when_it_end
 
 def test_a_commit_by_an_attempt_that_lost_its_claim_writes_nothing(thread, no_model):
     deploy_conversation(thread)
-    compaction = service.compaction_request(thread=thread, enqueue=False)
-    stale = service.compaction_claim(compaction_id=compaction.id)
+    compaction = compacting.compaction_request(thread=thread, enqueue=False)
+    stale = compacting.compaction_claim(compaction_id=compaction.id)
     Compaction.objects.filter(pk=compaction.pk).update(claimed_by="newer-host:2:beef")
-    data = service.compaction_selectors.generation_input(thread=thread, generation=1, cut_seq=stale.cut_seq)
+    data = compacting.compaction_selectors.generation_input(thread=thread, generation=1, cut_seq=stale.cut_seq)
 
-    assert service.compaction_commit(claim=stale, summary=service.summarize(data)) is None
+    assert compacting.compaction_commit(claim=stale, summary=compacting.summarize(data)) is None
 
     assert Generation.objects.filter(thread=thread).count() == 1
     assert not Message.objects.filter(thread=thread, kind=Message.Kind.SUMMARY).exists()
@@ -343,7 +345,7 @@ def test_a_fork_compacts_its_inherited_context_too(owner, thread, no_model):
     fork = make_thread(owner, "fork-1", fork_from=talk.ssh_result)
     append(fork, {"role": "user", "content": "in the fork now"})
 
-    compaction = service.compaction_run_now(thread=fork)
+    compaction = compacting.compaction_run_now(thread=fork)
 
     text = Message.objects.get(pk=compaction.summary_message_id).content
     assert compaction.status == Compaction.Status.SUCCEEDED

@@ -1,29 +1,27 @@
-"""Writing imported sessions: threads, batches through ``services.messages_store``, generation boundaries.
+"""One session file imported step by step: its cursor, its parser, and the writer batching its threads' messages.
 
-``import_paths`` is the one entry point of the command and of API uploads:
-each file is read from a byte offset, complete lines only, in constant
-memory (one open API message and one batch at a time), and every message
-carries its source id, so importing a file again, or a longer version of
+Each file is read from a byte offset, complete lines only, in constant memory (one open API message and one
+batch at a time), and every message carries its source id, so importing a file again, or a longer version of
 it, adds only what is new.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection, transaction
+from django.db import transaction
 
 from threadmem import services
-from threadmem.errors import DomainError, InvalidInput
-from threadmem.imports import claude_code, codex, openai_chat, restore
+from threadmem.errors import InvalidInput
+from threadmem.imports import claude_code, codex, openai_chat
 from threadmem.imports.generations import (
     generation_close_imported,
     generation_summary_imported,
     message_grow_imported,
 )
+from threadmem.imports.import_threads import subagent_fork_point, thread_for_import
 from threadmem.imports.records import (
     CODEX,
     FORMATS,
@@ -34,60 +32,20 @@ from threadmem.imports.records import (
     Msg,
     Problem,
     Summary,
-    detect_format,
     is_subagent_file,
     read_complete_lines,
-    session_files,
 )
-from threadmem.imports.threads import subagent_fork_point, thread_for_import
+from threadmem.imports.report import ImportReport
 from threadmem.models import Thread
 from threadmem.redaction import text_redacted
 
 BATCH_SIZE = 500
 # A transaction per this much of a file (FileImport.step).
 COMMIT_BYTES = 8 * 1024 * 1024
-# The tables a bulk import fills, analyzed once per run (``statistics_refresh``).
-ANALYZED_TABLES = ("threadmem_message", "threadmem_toolargument")
-MAX_REPORTED_PROBLEMS = 100
-# The bad lines a refused export's one-line reason quotes (an upload's error answer, the command's error).
-REFUSAL_QUOTED = 5
 CLAUDE_CODE = "claude-code"
 OPENAI = "openai"
 # Formats of one session a file, read by a parser that keeps state across lines (the others: a conversation a line).
 SESSION_FORMATS = (CLAUDE_CODE, CODEX)
-
-
-@dataclass
-class ImportReport:
-    files: int = 0
-    lines: int = 0
-    bytes: int = 0
-    skipped: int = 0
-    messages_new: int = 0
-    messages_known: int = 0
-    messages_grown: int = 0
-    channels: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # "file:line: reason", the first MAX_REPORTED_PROBLEMS
-    # What was imported otherwise than the file holds (a restored fork without its parent), "file:line: note".
-    notes: list[str] = field(default_factory=list)
-    # The threadmem exports refused whole (nothing of them stored): "file: why", with its kind (the HTTP status).
-    refusals: list[DomainError] = field(default_factory=list)
-    refused_lines: int = 0  # of ``skipped``: the lines of the refused exports
-
-    def problem(self, where: str, line: int, reason: str) -> str:
-        self.skipped += 1
-        text = f"{where}:{line}: {text_redacted(reason)}"  # a reason may quote what the line held
-        if len(self.problems) < MAX_REPORTED_PROBLEMS:
-            self.problems.append(text)
-        return text
-
-    def note(self, where: str, line: int, text: str) -> None:
-        if len(self.notes) < MAX_REPORTED_PROBLEMS:
-            self.notes.append(f"{where}:{line}: {text_redacted(text)}")  # a note quotes what the export named
-
-    def channel(self, channel: str) -> None:
-        if channel not in self.channels:
-            self.channels.append(channel)
 
 
 class ThreadWriter:
@@ -346,111 +304,3 @@ class FileImport:
             cwd=self.parser.cwd,
             project=self.project,
         )
-
-
-def import_paths(
-    *,
-    paths: list[Path],
-    fmt: str | None,
-    owner: AbstractBaseUser,
-    channel: str | None = None,
-    source_path: str | None = None,
-    on_problem: Callable[[str], None] | None = None,
-    progress: Callable[[int], None] | None = None,
-    restore_isolation: bool | None = None,
-) -> ImportReport:
-    """Import every session file under ``paths`` once (a one-off import: see ``follow`` for tailing).
-
-    Without ``fmt``, each file's format is read from its first record (``records.detect_format``).
-    threadmem exports are restored first, each parent before its forks;
-    ``restore_isolation`` (default: whether the owner may isolate) lets them restore ``isolated``.
-    """
-    report = ImportReport()
-    files = [f for p in paths for f in session_files(p, fmt=fmt)]
-    if channel and fmt != OPENAI and sum(1 for f in files if not is_subagent_file(f)) > 1:
-        raise InvalidInput("--channel names one thread: give it with one session file only", field="channel")
-    formats = {path: fmt or detect_format(path) or CLAUDE_CODE for path in files}
-    exports = restore.restore_order([path for path in files if formats[path] == THREADMEM])
-    if restore_isolation is None:
-        restore_isolation = services.can_isolate(owner)
-    for path in exports:
-        _restore(
-            path,
-            owner=owner,
-            report=report,
-            channel=channel,
-            where=source_path or str(path),
-            restore_isolation=restore_isolation,
-            on_problem=on_problem,
-            progress=progress,
-        )
-    for path in files:
-        if formats[path] == THREADMEM:
-            continue
-        FileImport(
-            path=path,
-            fmt=formats[path],
-            owner=owner,
-            report=report,
-            channel=channel,
-            source_path=source_path,
-            on_problem=on_problem,
-        ).step(final=True, progress=progress)
-    if report.messages_new:
-        statistics_refresh()
-    return report
-
-
-def _restore(
-    path: Path,
-    *,
-    owner: AbstractBaseUser,
-    report: ImportReport,
-    channel: str | None,
-    where: str,
-    restore_isolation: bool,
-    on_problem: Callable[[str], None] | None,
-    progress: Callable[[int], None] | None,
-) -> None:
-    """Restore one threadmem export (``restore``) and count it in the report."""
-    report.files += 1
-    restored = restore.thread_restore(
-        path=path, owner=owner, channel=channel, restore_isolation=restore_isolation, progress=progress
-    )
-    report.lines += restored.lines
-    report.bytes += restored.bytes
-    report.messages_new += restored.messages_new
-    report.messages_known += restored.messages_known
-    if restored.refusal is not None:
-        why = restored.refusal.message
-        lines = [f"line {p.line}: {p.reason}" for p in restored.problems if p.reason != why]
-        if lines:  # the bad lines, the first of them quoted: the import's errors list them all
-            why += (
-                ": "
-                + "; ".join(lines[:REFUSAL_QUOTED])
-                + (f"; {len(lines) - REFUSAL_QUOTED} more" if len(lines) > REFUSAL_QUOTED else "")
-            )
-        report.refusals.append(type(restored.refusal)(f"{where}: {text_redacted(why)}"))
-    elif restored.channel:
-        report.channel(restored.channel)
-    for problem in restored.problems:
-        text = report.problem(where, problem.line, problem.reason)
-        if restored.refused:
-            report.refused_lines += 1
-        elif on_problem is not None:
-            on_problem(text)
-    for note in restored.notes:
-        report.note(where, note.line, note.reason)
-
-
-def statistics_refresh() -> None:
-    """PostgreSQL: ANALYZE the tables an import filled, so the planner sees the new rows.
-
-    Global search picks its plan from these statistics; autovacuum would
-    catch up only after its threshold and naptime. Once per import run (or
-    per ``--follow`` catch-up), never per batch: it samples the whole table.
-    """
-    if connection.vendor != "postgresql":
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {', '.join(ANALYZED_TABLES)}")

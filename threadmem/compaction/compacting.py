@@ -56,8 +56,8 @@ from threadmem.compaction.claim import (
     looks_abandoned,
 )
 
-# The claim's token and lease belong to compaction/claim.py; callers of the
-# service (and its tests) read them here too.
+# The claim's token and lease belong to compaction/claim.py; callers of
+# this module (and its tests) read them here too.
 from threadmem.compaction.claim import claimant_token as claimant_token
 from threadmem.compaction.claim import lease_duration as lease_duration
 from threadmem.compaction.lease import claim_heartbeat, heartbeat_lease

@@ -1,0 +1,165 @@
+"""Cloud providers' keys and tokens, and the hosted platforms beside them (monitoring, infrastructure)."""
+
+from __future__ import annotations
+
+from threadmem.lib.secrets.rule import Rule, checked, group, vendor, whole
+from threadmem.lib.secrets.vendors.patterns import END, HEX, aws_key_id
+
+RULES: tuple[Rule, ...] = (
+    vendor(
+        "aws access key",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b",
+        "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_identifiers.html#identifiers-unique-ids",
+        span=checked(whole, aws_key_id),
+    ),
+    vendor(
+        "azure ad client secret",
+        "Q~",
+        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~-]|\.[A-Za-z0-9_~-])",
+        "https://learn.microsoft.com/en-us/entra/identity-platform/how-to-add-credentials (client secret values)",
+        before=4,
+        after=36,
+    ),
+    vendor(
+        "azure sas signature",
+        ("sig=", "Sig="),
+        r"(?<=[?&;])(?:sig|Sig)=([A-Za-z0-9%+/]{20,120}(?:%3D|=){0,2})",
+        "https://learn.microsoft.com/en-us/rest/api/storageservices/create-service-sas (the sig parameter)",
+        before=1,
+        span=group(1),
+    ),
+    vendor(
+        "azure key",
+        ("SharedAccessKey=", "AccessKey=", "SharedAccessSignature="),
+        r"(?:SharedAccessKey|AccessKey|SharedAccessSignature)=([A-Za-z0-9+/%&=:._-]{20,300})",
+        "https://learn.microsoft.com/en-us/azure/service-bus-messaging/service-bus-sas (connection strings)",
+        span=group(1),
+        after=330,
+    ),
+    vendor(
+        "alibaba access key",
+        "LTAI",
+        rf"\bLTAI[A-Za-z0-9]{{20}}{END}",
+        "https://www.alibabacloud.com/help/en/ram/user-guide/create-an-accesskey-pair",
+    ),
+    vendor(
+        "digitalocean token",
+        ("dop_v1_", "doo_v1_", "dor_v1_"),
+        rf"\bdo[opr]_v1_{HEX}{{64}}{END}",
+        "https://docs.digitalocean.com/reference/api/create-personal-access-token/",
+    ),
+    vendor(
+        "cloudflare origin ca key",
+        "v1.0-",
+        rf"\bv1\.0-{HEX}{{24}}-{HEX}{{146}}{END}",
+        "https://developers.cloudflare.com/fundamentals/api/get-started/ca-keys/",
+    ),
+    vendor(
+        "heroku token",
+        "HRKU-",
+        rf"\bHRKU-[A-Za-z0-9_-]{{20,80}}{END}",
+        "https://devcenter.heroku.com/articles/authentication",
+    ),
+    vendor(
+        "fly.io token",
+        ("fo1_", "fm1r_", "fm1a_", "fm2_"),
+        r"\b(?:fo1_[\w-]{43}|fm1[ar]_[A-Za-z0-9+/]{100,900}={0,3}|fm2_[A-Za-z0-9+/]{100,900}={0,3})",
+        "https://fly.io/docs/security/tokens/",
+        after=920,
+    ),
+    vendor("scalingo token", "tk-us-", rf"\btk-us-[\w-]{{48}}{END}", "https://doc.scalingo.com/platform/cli/login"),
+    vendor(
+        "dynatrace token",
+        "dt0c01.",
+        r"\bdt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}\b",
+        "https://docs.dynatrace.com/docs/manage/identity-access-management/access-tokens-and-oauth-clients/access-tokens",
+    ),
+    vendor(
+        "new relic key",
+        ("NRAK-", "NRJS-", "NRII-"),
+        rf"\bNR(?:AK|JS|II)-[A-Za-z0-9]{{19,40}}{END}",
+        "https://docs.newrelic.com/docs/apis/intro-apis/new-relic-api-keys/",
+    ),
+    vendor(
+        "grafana token",
+        ("glsa_", "glc_"),
+        r"\b(?:glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}|glc_[A-Za-z0-9+/]{32,400}={0,2})",
+        "https://grafana.com/docs/grafana/latest/administration/service-accounts/",
+        after=420,
+    ),
+    vendor(
+        "grafana api key",
+        "eyJrIjoi",
+        r"\beyJrIjoi[A-Za-z0-9]{70,400}={0,2}",
+        "https://grafana.com/docs/grafana/latest/developers/http_api/auth/",
+        after=420,
+    ),
+    vendor(
+        "sentry token",
+        ("sntrys_", "sntryu_"),
+        r"\b(?:sntrys_eyJ[A-Za-z0-9+/=_]{60,400}|sntryu_[a-f0-9]{64})",
+        "https://docs.sentry.io/account/auth-tokens/",
+        after=420,
+    ),
+    vendor(
+        "sentry dsn key",
+        ("sentry.io", "ingest."),
+        r"https?://([a-f0-9]{32})(?::[a-f0-9]{32})?@[\w.-]{0,100}(?:sentry\.io|ingest\.)",
+        "https://docs.sentry.io/concepts/key-terms/dsn-explainer/",
+        before=160,
+        after=20,
+        span=group(1),
+    ),
+    vendor(
+        "datadog key",
+        ("ddapi_", "ddapp_"),
+        rf"\bdd(?:api|app)_[A-Za-z0-9]{{30,50}}{END}",
+        "https://docs.datadoghq.com/account_management/api-app-keys/",
+    ),
+    vendor(
+        "hashicorp vault token",
+        ("hvs.", "hvb.", "hvr."),
+        r"\bhv[sbr]\.[A-Za-z0-9_-]{24,400}",
+        "https://developer.hashicorp.com/vault/docs/concepts/tokens#token-prefixes",
+        after=420,
+    ),
+    vendor(
+        "terraform cloud token",
+        ".atlasv1.",
+        r"\b[a-zA-Z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}",
+        "https://developer.hashicorp.com/terraform/cloud-docs/users-teams-organizations/api-tokens",
+        before=15,
+        after=80,
+    ),
+    vendor(
+        "pulumi token",
+        "pul-",
+        rf"\bpul-{HEX}{{40}}{END}",
+        "https://www.pulumi.com/docs/pulumi-cloud/access-management/access-tokens/",
+    ),
+    vendor(
+        "doppler token",
+        "dp.",
+        r"\bdp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}\b",
+        "https://docs.doppler.com/reference/auth-token-formats",
+    ),
+    vendor(
+        "planetscale token",
+        "pscale_",
+        r"\bpscale_(?:tkn|pw|oauth)_[\w=.-]{32,64}",
+        "https://planetscale.com/docs/concepts/service-tokens",
+    ),
+    vendor(
+        "databricks token",
+        "dapi",
+        rf"\bdapi{HEX}{{32}}(?:-\d)?{END}",
+        "https://docs.databricks.com/en/dev-tools/auth/pat.html",
+    ),
+    vendor(
+        "openshift token",
+        "sha256~",
+        r"\bsha256~[\w-]{43}(?![\w-])",
+        "https://docs.openshift.com/container-platform/latest/authentication/tokens-scoping.html",
+    ),
+)
