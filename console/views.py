@@ -35,7 +35,7 @@ from threadmem.compaction.service import compaction_request
 from threadmem.errors import DomainError
 from threadmem.models import Compaction, Deletion, Message, Thread, ToolCall
 from threadmem.search import message_context_read, search_memory
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.selectors import generation_list_for, is_operator
 
 View = Callable[..., HttpResponse]

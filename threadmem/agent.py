@@ -27,7 +27,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from threadmem import llm, replicas, selectors, services, tools
 from threadmem.errors import DomainError, InvalidInput, NotFound
 from threadmem.models import Message, Thread, ToolCall
-from threadmem.search.bounded import WINDOW_CHARS
+from threadmem.search.answer_caps import WINDOW_CHARS
 
 # The system message of every turn: llm.SYSTEM_PROMPT (thread content is
 # data, not instructions) followed by these instructions.

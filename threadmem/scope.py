@@ -42,7 +42,7 @@ class SearchScope:
     # scope this small instead of asking the trigram index.
     visible_bytes: int = 0
     # search_memory's filters (contract §9): only hits of these tools' calls and results (names, any case), and
-    # only messages of this role. The literal part applies them (literal/filters.py, hit_filter_sql).
+    # only messages of this role. The literal part applies them (literal/filters.py, role_tool_sql).
     tools: tuple[str, ...] = ()
     role: str | None = None
     # search_memory's project (docs/search.md, "Project scope"): a global scope holds only the project's threads

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from threadmem.lib.windows import Window, min_window_chars, window_around, window_from_slice
+from tests.support.windows import window_around
+from threadmem.lib.windows import Window, min_window_chars, window_from_slice
 
 
 def test_it_starts_the_window_lead_characters_before_the_hit():

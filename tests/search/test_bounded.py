@@ -1,9 +1,9 @@
-"""The pure half of search_memory: listing, counting and the merge (threadmem/search/bounded.py)."""
+"""The pure half of search_memory: listing, counting and the merge (threadmem/search/answer_layout.py)."""
 
 from __future__ import annotations
 
-from threadmem.lib.windows import window_around
-from threadmem.search.bounded import (
+from tests.support.windows import window_around
+from threadmem.search.answer_caps import (
     HEADER,
     SEMANTIC_HEADING,
     THREAD_LITERAL_MAX_CHARS,
@@ -11,13 +11,10 @@ from threadmem.search.bounded import (
     TRUNCATED_LINE,
     WINDOW_CHARS,
     WINDOW_LEAD,
-    Candidate,
-    entries_budget,
-    header_lines,
-    literal_part,
-    merge,
 )
-from threadmem.search.literal.windows import fields_to_window
+from threadmem.search.answer_layout import entries_budget, header_lines, literal_part, merge
+from threadmem.search.hits import Candidate
+from threadmem.search.window_walk import fields_to_window
 
 
 def candidate(term: int, message_id: int, *, arg_id: int = 0, path: str = "", chars: int = 100) -> Candidate:

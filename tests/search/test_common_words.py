@@ -16,8 +16,9 @@ from tests.support.search import newest_first_terms
 from tests.support.sessions import data_dir
 from threadmem.imports.service import import_paths
 from threadmem.search import search_memory
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import common_words, forget_common_words, word_lexeme
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.database.capabilities import common_words, forget_probe
+from threadmem.search.database.token_grammar import word_lexeme
 from threadmem.search.literal import plan
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
@@ -148,7 +149,7 @@ def test_on_real_sessions_the_commonest_words_share_the_read_and_list_what_a_sca
         import_paths(paths=[path], fmt="claude-code", owner=operator)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE threadmem_message")
-    forget_common_words()
+    forget_probe()
     words = sorted(common_words(), key=common_words().get, reverse=True)[:3]
     assert len(words) >= 2
     query = " ".join(words)

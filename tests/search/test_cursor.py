@@ -14,7 +14,7 @@ from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.errors import InvalidInput
 from threadmem.search import search_memory
-from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
 from threadmem.search.literal import filters as owner_window
 from threadmem.tools import SEARCH_MEMORY, run_tool
 

@@ -28,9 +28,10 @@ from threadmem import services
 from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import run_plan, within_budget
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.literal.literal_search import run_plan
 from threadmem.search.literal.plan import plan_search
+from threadmem.search.statements import within_budget
 
 
 def fill(thread, hits: int, *, small: bool = False) -> None:

@@ -48,12 +48,6 @@ def window_from_slice(*, position: int, piece: str, width: int, lead: int) -> Wi
     return Window(start=start, text=piece[:width], cut_before=start > 1, cut_after=len(piece) > width)
 
 
-def window_around(text: str, position: int, *, width: int, lead: int) -> Window:
-    """The same window computed from a whole field in memory (tests, baselines, small texts)."""
-    start = window_start(position, lead=lead)
-    return window_from_slice(position=position, piece=text[start - 1 : start - 1 + width + 1], width=width, lead=lead)
-
-
 def min_window_chars(*, field_chars_at_least: int, term_chars: int, width: int, lead: int) -> int:
     """The fewest characters a window of a hit can show, without knowing where the hit is.
 

@@ -4,19 +4,21 @@ A hit's other half (contract §9) comes back from the statements as three
 columns (``literal/filters.py``, ``link_sql``); ``hit_link`` reads them into
 the ``HitLink`` its header and JSON show.
 
-The layout of the answer (caps, markers, which hits are listed) is
-``bounded.py``'s; the statements that find candidates are ``literal/``'s.
+The answer's caps and markers are ``answer_caps.py``'s, its layout (which hits are listed, the text)
+``answer_layout.py``'s; the statements that find candidates are ``literal/``'s.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from threadmem.lib.windows import Window
 from threadmem.models import Message
-from threadmem.search.cursor import CursorPosition, listing_key
+from threadmem.search.page_cursor import CursorPosition, listing_key
 
 
 class Coverage(StrEnum):
@@ -80,7 +82,7 @@ class Hit:
     result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
     call_message_id: int | None = None  # a hit in a tool result: the message holding its call
     result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length in characters
-    arguments: str = ""  # a tool-argument hit: the call's other arguments in brief (bounded.args_brief)
+    arguments: str = ""  # a tool-argument hit: the call's other arguments in brief (hit_entries.args_brief)
     identical_message_ids: tuple[int, ...] = ()  # later hits with the same window, listed in this one
 
 
@@ -94,7 +96,7 @@ class LiteralPart:
     matched_by: MatchedBy = MatchedBy.NONE
     plan: str = ""  # the plan that ran (literal/plan.py MatchPlan); "" when none did (no terms)
     executed: dict[str, Any] | None = None  # the plan that ran, per term, as the tool-call log keeps it
-    next_position: CursorPosition | None = None  # where the next page starts (cursor.py); None: nothing left
+    next_position: CursorPosition | None = None  # where the next page starts (page_cursor.py); None: nothing left
     next_cursor: str | None = None  # the signed next_position, as the more-hits line shows it
 
     @property
@@ -104,6 +106,12 @@ class LiteralPart:
     @property
     def shown(self) -> int:
         return len(self.hits)
+
+
+# A window the database cut for one (field, term): the term's first position
+# and the window; None when the field no longer matches (changed meanwhile).
+WindowKey = tuple[tuple[int, int], int]
+Windows = Mapping[WindowKey, tuple[int, Window] | None]
 
 
 class HitLink(NamedTuple):

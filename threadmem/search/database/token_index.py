@@ -8,7 +8,7 @@ statistics in ``threadmem.search.database``).
 from __future__ import annotations
 
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
-from threadmem.search.database import (
+from threadmem.search.database.capabilities import (
     OLDER_VERSIONS,
     TOKEN_INDEX_NAMES,
     TOKEN_INDEXES,

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from threadmem.lib.terms import fold, fold_each
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
-from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.answer_caps import WINDOW_CHARS, WINDOW_LEAD
 
 
 class Dialect:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from threadmem.models import Message
-from threadmem.search.literal.filters import call_arguments_sql, searchable_sql
+from threadmem.search.literal.filters import call_arguments_sql
+from threadmem.search.shared_sql import searchable_sql
 
 
 def _literal(value: Any) -> str:

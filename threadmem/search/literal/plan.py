@@ -23,8 +23,9 @@ from enum import StrEnum
 
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import TermTokens, capabilities, term_tokens
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.database.capabilities import capabilities
+from threadmem.search.database.token_grammar import TermTokens, term_tokens
 from threadmem.search.literal.dialects import Dialect, PostgresDialect, SqliteDialect
 
 # More threads than this: one lookup each would cost more than the owner's window saves (match.py, "An owner's
@@ -53,7 +54,7 @@ class SearchTuning:
     """
 
     # Global search on PostgreSQL: time for the trigram-index path, then for the fallback over the newest
-    # messages, in an idle machine's milliseconds (within_budget in literal/__init__.py).
+    # messages, in an idle machine's milliseconds (statements.within_budget).
     index_budget_ms: int = 45
     recent_budget_ms: int = 30
     # On a loaded machine both are multiplied by the load (statements active in the database or threads runnable
@@ -212,6 +213,11 @@ def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTunin
         branch = Branch.SCAN if kind == MatchPlan.SCAN else Branch.TRIGRAM
         planned = tuple(TermPlan(term, branch, reason) for term in terms)
     return SearchPlan(kind, reason, planned, scope, resolved, tuning)
+
+
+def scan_plans(terms: Sequence[str]) -> tuple[TermPlan, ...]:
+    """Every term read from the scope's rows: a thread the index could not narrow in time (``run_plan``)."""
+    return tuple(TermPlan(term, Branch.SCAN, "") for term in terms)
 
 
 def index_term_plans(

@@ -31,8 +31,8 @@ from django.db.models.expressions import RawSQL
 from threadmem.models import Chunk
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
-from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked import lexicon
+from threadmem.search.shared_sql import in_ids
 
 if TYPE_CHECKING:
     from threadmem.search.ranked.vectors import ScopePieces

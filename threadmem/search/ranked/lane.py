@@ -32,9 +32,9 @@ from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
-from threadmem.search.literal.filters import in_ids
+from threadmem.search.answer_caps import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
 from threadmem.search.ranked import keyword, neighbours, spread, threads, vectors
+from threadmem.search.shared_sql import in_ids
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
 # meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").

@@ -17,8 +17,8 @@ from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
 from threadmem.scope import SearchScope
-from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces
+from threadmem.search.shared_sql import in_ids
 
 NEIGHBOURS_OF = 10
 
