@@ -76,7 +76,7 @@ def _answer_field(key: Key) -> serializers.Field:
     nullable = isinstance(types, list) and "null" in types
     kind = next((t for t in types if t != "null"), None) if isinstance(types, list) else types
     if kind == "string" and "enum" in schema:
-        return serializers.ChoiceField(choices=schema["enum"], **common)
+        return serializers.ChoiceField(choices=list(key.choices or schema["enum"]), **common)
     if kind == "string" and schema.get("format") == "date-time":
         return serializers.DateTimeField(**common)
     if kind == "string":

@@ -15,7 +15,7 @@ from django.db import connection
 
 from tests.support.database import other_session
 from threadmem.search.literal import plan
-from threadmem.search.statements import LoadScale, host_runnable, within_budget
+from threadmem.search.statements import host_runnable, within_budget
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is statement_timeout")
 
@@ -55,9 +55,9 @@ def busy_database() -> Iterator[None]:
         session.close()
 
 
-def load_scale() -> LoadScale:
+def load_scale() -> tuple[int, int]:
     """The load scale of the tuning in force, as a global search's plan applies it."""
-    return LoadScale.of(plan.TUNING.budget_scale_max, plan.TUNING.db_cpus)
+    return plan.TUNING.budget_scale_max, plan.TUNING.db_cpus
 
 
 @pytest.mark.django_db

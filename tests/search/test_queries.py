@@ -29,6 +29,7 @@ from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
 from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.hits import candidates_of
 from threadmem.search.literal.literal_search import run_plan
 from threadmem.search.literal.plan import plan_search
 from threadmem.search.statements import within_budget
@@ -306,7 +307,7 @@ def test_a_described_questions_first_page_cuts_no_window_it_cannot_list(owner, t
     capped = run_plan(plan, start=None, described_max_chars=0)
     listed = run_plan(plan, start=None)
 
-    assert [row.candidate() for row in capped.rows] == [row.candidate() for row in listed.rows]
+    assert candidates_of(capped.rows) == candidates_of(listed.rows)
     assert all(row.position is None for row in capped.rows)
     assert any(row.position for row in listed.rows)
     # A query whose whole text matches keeps its windows whatever the cap.

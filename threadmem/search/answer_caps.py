@@ -61,11 +61,3 @@ HIT_HEADER = "--- messageId={message_id} sessionId={session} generation={generat
 # Its fewest characters (message id, generation and session id of one character, no role, the shortest field
 # name): what the match statement counts for an entry it has not read (``match.with_small_windows``).
 HEADER_CHARS_AT_LEAST = len(HIT_HEADER.format(message_id=0, session="-", generation=0, role="", field="content"))
-
-# Control characters -> a space (str.translate: a search formats a header per candidate).
-_CONTROL_TO_SPACE = dict.fromkeys([*range(32), 127], " ")
-
-
-def one_line(text: str) -> str:
-    """A value shown inside a header line: control characters would break the layout."""
-    return text.translate(_CONTROL_TO_SPACE)

@@ -49,9 +49,8 @@ from threadmem.search.answer_caps import (
     THREAD_LITERAL_MAX_CHARS,
     THREAD_SEARCH_MAX_CHARS,
     TRUNCATED_LINE,
-    one_line,
 )
-from threadmem.search.hit_entries import Call, Entry, call_of_fields
+from threadmem.search.hit_entries import Call, Entry, call_of_fields, one_line
 from threadmem.search.hits import Candidate, Coverage, HitLink, LiteralPart, Windows
 from threadmem.search.page_cursor import CursorPosition, cursor_chars
 

@@ -32,7 +32,9 @@ class Key:
     """One key of an answer: its JSON Schema, what it says, and its value read from the answer's source.
 
     ``value``: how to read it (default: the source's attribute of the same
-    name); ``items``: the shape of each object of a list of objects.
+    name); ``items``: the shape of each object of a list of objects;
+    ``choices``: the model's choices behind an ``enum`` (their labels name
+    the enum in the OpenAPI document, as the model's own fields do).
     """
 
     name: str
@@ -40,6 +42,7 @@ class Key:
     doc: str = ""
     value: Callable[[Any], Any] | None = None
     items: tuple[Key, ...] = ()
+    choices: tuple[tuple[str, str], ...] = ()
 
     def read(self, source: Any) -> Any:
         found = (self.value or attrgetter(self.name))(source)
@@ -71,6 +74,7 @@ NULLABLE_INTEGER = {"type": ["integer", "null"]}
 NULLABLE_STRING = {"type": ["string", "null"]}
 INTEGERS = {"type": "array", "items": INTEGER}
 ROLE = {"type": "string", "enum": list(Message.Role.values)}
+ROLES = tuple(Message.Role.choices)
 
 
 def _integers(name: str) -> Callable[[Any], list[int]]:
@@ -81,7 +85,7 @@ HIT: tuple[Key, ...] = (
     Key("message_id", INTEGER),
     Key("session_id", STRING),
     Key("generation", INTEGER),
-    Key("role", ROLE),
+    Key("role", ROLE, choices=ROLES),
     Key("field", STRING, "content, or tool_args.<path> such as tool_args.files[0].path"),
     Key("window", STRING, "the window as the model reads it, with its … / …[truncated] markers"),
     Key(
@@ -135,8 +139,13 @@ AUDIT_READ: tuple[Key, ...] = (
     Key("channel", STRING, value=lambda read: read.message.thread.channel),
     Key("generation", INTEGER, value=_message("generation")),
     Key("seq", INTEGER, value=_message("seq")),
-    Key("role", ROLE, value=_message("role")),
-    Key("kind", {"type": "string", "enum": list(Message.Kind.values)}, value=_message("kind")),
+    Key("role", ROLE, value=_message("role"), choices=ROLES),
+    Key(
+        "kind",
+        {"type": "string", "enum": list(Message.Kind.values)},
+        value=_message("kind"),
+        choices=tuple(Message.Kind.choices),
+    ),
     Key("session_id", STRING, value=_message("session_id")),
     Key(
         "tool_calls",

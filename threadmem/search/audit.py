@@ -25,7 +25,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from threadmem.errors import InvalidInput
 from threadmem.models import Message, ToolCall
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
-from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS, TAIL_MARK, one_line
+from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS, TAIL_MARK
+from threadmem.search.hit_entries import one_line
 from threadmem.search.log import logged_call
 from threadmem.search.shared_sql import searchable_sql
 from threadmem.selectors import message_get_for

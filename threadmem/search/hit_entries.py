@@ -11,8 +11,17 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from threadmem.search.answer_caps import HIT_HEADER, one_line
+from threadmem.search.answer_caps import HIT_HEADER
 from threadmem.search.hits import Candidate, Hit, HitLink
+
+# Control characters -> a space (str.translate: a search formats a header per candidate).
+_CONTROL_TO_SPACE = dict.fromkeys([*range(32), 127], " ")
+
+
+def one_line(text: str) -> str:
+    """A value shown inside a header line: control characters would break the layout."""
+    return text.translate(_CONTROL_TO_SPACE)
+
 
 # A header names at most this many result ids (JSON hits carry them all).
 RESULT_IDS_IN_HEADER = 5

@@ -11,7 +11,7 @@ The answer's caps and markers are ``answer_caps.py``'s, its layout (which hits a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -62,6 +62,14 @@ class Candidate:
     @property
     def listing_key(self) -> tuple[int, int, int]:
         return listing_key(self.term, self.message_id, self.arg_id)
+
+
+def candidates_of(rows: Iterable[Sequence[Any]]) -> list[Candidate]:
+    """The candidates of a match statement's rows, whose first columns are ``candidate_columns``'."""
+    return [
+        Candidate(term, message_id, arg_id, path, int(min_chars or 0), session_id, generation, role)
+        for term, message_id, arg_id, path, min_chars, session_id, generation, role, *_ in rows
+    ]
 
 
 def candidate_columns(alias: str, *, term: bool = True) -> str:
@@ -142,6 +150,11 @@ def link_of(tool: str | list[str | None] | None, ids: str | None, arguments: str
     return Link(tool, ids, arguments)
 
 
+def links_of(columns: Iterable[tuple[Any, str | None, str | None]]) -> list[Link]:
+    """``link_of`` of each row's three link columns."""
+    return [link_of(*link) for link in columns]
+
+
 def _ids(text: str | None) -> dict[int, int | None]:
     """``<id>[:<chars>],…`` as {id: chars}, sorted by id."""
     found: dict[int, int | None] = {}
@@ -181,3 +194,14 @@ def hit_link(link: Link | None, *, arg_id: int, role: str) -> HitLink | None:
     if link is None or link.tool is None or not link.ids:
         return HitLink(tool=None)
     return HitLink(tool=link.tool, call_message_id=next(iter(_ids(link.ids))))
+
+
+def hit_links(
+    candidates: Iterable[Candidate], links: Mapping[tuple[int, int], Link]
+) -> dict[tuple[int, int], HitLink | None]:
+    """Each listed field's tool and other half as its header and JSON show them (``hit_link``)."""
+    return {
+        key: hit_link(links.get(key), arg_id=candidate.arg_id, role=candidate.role)
+        for candidate in candidates
+        if (key := candidate.field_key) in links or candidate.arg_id or candidate.role == Message.Role.TOOL
+    }

@@ -19,8 +19,8 @@ from threadmem.search.answer_layout import header_lines, merge, semantic_room
 from threadmem.search.hits import Coverage, Hit, MatchedBy
 from threadmem.search.literal.literal_search import literal_search
 from threadmem.search.log import logged_call
-from threadmem.search.observe import search_observed
 from threadmem.search.page_cursor import cursor_read, cursor_sign
+from threadmem.search.search_metrics import search_observed
 from threadmem.services import CHANNEL_MAX_CHARS  # the channel grammar's (services._check_channel)
 
 # The tool filter: at most this many names, each a stored tool name's length at most.

@@ -8,7 +8,7 @@ lanes (the ranked lane's deadline, ``semantic.py``).
 from __future__ import annotations
 
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.db import DatabaseError
 
@@ -20,18 +20,6 @@ def fetch_rows(statement: str, params: list[Any]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(statement, params)
         return cursor.fetchall()
-
-
-class LoadScale(NamedTuple):
-    """How a budget grows with the load: at most ``max_times`` its idle value, the load counted per ``cpus``."""
-
-    max_times: int
-    cpus: int
-
-    @classmethod
-    def of(cls, max_times: int, db_cpus: int) -> LoadScale:
-        """``db_cpus``: the database's CPUs; 0: this host's (how many statements run at once without waiting)."""
-        return cls(max_times, db_cpus or os.cpu_count() or 1)
 
 
 # Statements with a time budget: a PostgreSQL statement timeout sent with the
@@ -95,13 +83,14 @@ _SAVEPOINT = "threadmem_search_budget"
 
 
 def within_budget(
-    statement: str, params: list[Any], budget_ms: int, *, scaled: LoadScale | None = None
+    statement: str, params: list[Any], budget_ms: int, *, scaled: tuple[int, int] | None = None
 ) -> list[tuple] | None:
     """Run ``statement`` with a statement timeout, in one round trip; None when it ran out of time.
 
-    ``scaled``: ``budget_ms`` is an idle machine's, multiplied by the load as
-    the statement starts, at most ``scaled.max_times`` (the comment above);
-    None: milliseconds on the clock.
+    ``scaled``: ``(max_times, db_cpus)``: ``budget_ms`` is an idle machine's,
+    multiplied by the load as the statement starts, at most ``max_times``,
+    the load counted per ``db_cpus`` (the database's CPUs; 0: this host's)
+    (the comment above); None: milliseconds on the clock.
 
     The settings, the statement and what follows it go as one query string
     (Django's psycopg cursor binds parameters client-side and sends it with
@@ -121,7 +110,8 @@ def within_budget(
     nested = not connection.get_autocommit()
     if scaled is not None:
         budget_settings = _BUDGET_SETTINGS.format(timeout=_SCALED_TIMEOUT)
-        budget_params = [budget_ms, scaled.max_times, host_runnable(), scaled.cpus]
+        max_times, db_cpus = scaled
+        budget_params = [budget_ms, max_times, host_runnable(), db_cpus or os.cpu_count() or 1]
     else:
         budget_settings = _BUDGET_SETTINGS.format(timeout=_FIXED_TIMEOUT)
         budget_params = [str(budget_ms)]

@@ -14,10 +14,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from threadmem.lib.windows import Window, min_window_chars
+from threadmem.lib.windows import Window
 from threadmem.search.answer_caps import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
 from threadmem.search.hit_entries import hit_header
 from threadmem.search.hits import Candidate, WindowKey
+
+
+def min_window_chars(*, field_chars_at_least: int, term_chars: int, width: int, lead: int) -> int:
+    """The fewest characters a window of a hit can show, without knowing where the hit is.
+
+    With the hit at the very end of a field of L characters the window holds
+    min(L, term + lead) characters; anywhere earlier it holds more, up to the
+    width. L is at least the term's length (the field contains it).
+    """
+    field_chars = max(field_chars_at_least, term_chars)
+    return min(width, field_chars, term_chars + lead)
 
 
 def fields_to_window(candidates: list[Candidate], terms: list[str], *, budget: int) -> list[WindowKey]:

@@ -141,7 +141,7 @@ class TermSql(NamedTuple):
 class StatementSql(NamedTuple):
     terms: list[TermSql]
     min_chars: dict[str, str]  # by column: Dialect.min_chars
-    least_window: str  # windows.min_window_chars in SQL, over u.min_chars and t.length
+    least_window: str  # window_walk.min_window_chars in SQL, over u.min_chars and t.length
     window: str  # the window of w.body at w.pos
     position: str  # the term's position in v.body
 

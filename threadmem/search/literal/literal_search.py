@@ -32,7 +32,7 @@ from typing import Any, assert_never
 
 from threadmem.scope import SearchScope
 from threadmem.search.answer_layout import entries_budget, literal_part
-from threadmem.search.hits import Coverage, LiteralPart, MatchedBy
+from threadmem.search.hits import Coverage, LiteralPart, MatchedBy, hit_links
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.match import match_sql
 from threadmem.search.literal.plan import MatchPlan, SearchPlan, SearchTuning, plan_search, scan_plans
@@ -43,14 +43,13 @@ from threadmem.search.literal.statement_rows import (
     Listing,
     Matches,
     MatchRow,
-    hit_links,
     listing_of,
     match_rows,
     window_rows,
 )
 from threadmem.search.literal.window_sql import window_sql_all, window_sql_walk
 from threadmem.search.page_cursor import CursorPosition
-from threadmem.search.statements import LoadScale, fetch_rows, within_budget
+from threadmem.search.statements import fetch_rows, within_budget
 from threadmem.search.window_walk import walk_reach, window_pairs
 
 
@@ -142,7 +141,7 @@ def run_plan(
             rows = fetch_matches(*match_sql(scope, scan_plans(terms), dialect, **capped))
             return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
         case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
-            scaled = LoadScale.of(tuning.budget_scale_max, tuning.db_cpus)
+            scaled = (tuning.budget_scale_max, tuning.db_cpus)
             statement, params = match_sql(scope, plan.terms, dialect, **capped)
             budgeted = within_budget(statement, params, tuning.index_budget_ms, scaled=scaled)
             if budgeted is not None:

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from threadmem.lib.windows import Window, window_from_slice
-from threadmem.models import Message
+from threadmem.lib.windows import Window, windows_from_slices
 from threadmem.scope import SearchScope
 from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS, WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.hits import Candidate, Coverage, HitLink, Link, MatchedBy, WindowKey, hit_link, link_of
+from threadmem.search.hits import Candidate, Coverage, Link, MatchedBy, WindowKey, candidates_of
+from threadmem.search.hits import links_of as hits_links_of
 from threadmem.search.page_cursor import CursorPosition
 
 
@@ -38,18 +38,6 @@ class MatchRow(NamedTuple):
     link_tool: str | list[str | None] | None  # with a window: the tool and other half (hits.link_of)
     link_ids: str | None
     link_arguments: str | None
-
-    def candidate(self) -> Candidate:
-        return Candidate(
-            term=self.term,
-            message_id=self.message_id,
-            arg_id=self.arg_id,
-            path=self.path,
-            min_chars=int(self.min_chars or 0),
-            session_id=self.session_id,
-            generation=self.generation,
-            role=self.role,
-        )
 
 
 def match_rows(rows: Sequence[Sequence[Any]]) -> list[MatchRow]:
@@ -73,11 +61,10 @@ class WindowRow(NamedTuple):
     link_arguments: str | None
 
 
-def window_at(position: int | None, piece: str | None) -> tuple[int, Window] | None:
-    """(position, Window) from what the database cut, or None when the field no longer matches."""
-    if not position:
-        return None
-    return position, window_from_slice(position=position, piece=piece, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+def windows_at(rows: Iterable[Any]) -> list[tuple[int, Window] | None]:
+    """(position, Window) of each row's ``position`` and ``piece`` (None: the field no longer matches)."""
+    slices = [(row.position, row.piece) for row in rows]
+    return windows_from_slices(slices, width=WINDOW_CHARS, lead=WINDOW_LEAD)
 
 
 class Cut(NamedTuple):
@@ -89,14 +76,16 @@ class Cut(NamedTuple):
 
 def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]]) -> Cut:
     """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them."""
-    windows: dict[WindowKey, tuple[int, Window] | None] = {}
-    links: dict[tuple[int, int], Link] = {}
-    for row in map(WindowRow._make, rows):
-        _, pair = pairs[row.ordinal]
-        windows[pair] = window_at(row.position, row.piece)
-        if row.position:
-            links[pair[0]] = link_of(row.link_tool, row.link_ids, row.link_arguments)
+    read = [WindowRow._make(row) for row in rows]
+    windows = dict(zip((pairs[row.ordinal][1] for row in read), windows_at(read), strict=True))
+    cut = [row for row in read if row.position]
+    links = dict(zip((pairs[row.ordinal][1][0] for row in cut), links_of(cut), strict=True))
     return Cut(windows, links)
+
+
+def links_of(rows: Sequence[Any]) -> list[Link]:
+    """The link columns of rows that got a window (``hits.links_of``)."""
+    return hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for row in rows])
 
 
 class Listing(NamedTuple):
@@ -122,19 +111,13 @@ def listing_of(
     rows, coverage = matches.rows, matches.coverage
     if coverage == Coverage.NONE:
         return Listing([], [], Cut({}, {}), False, coverage, THREAD_LITERAL_MAX_CHARS, 0)
-    candidates = [row.candidate() for row in rows]
+    candidates = candidates_of(rows)
     # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
+    windowed = [row for row in rows if row.position is not None]
+    linked = [row for row in windowed if row.position]
     cut = Cut(
-        {
-            ((row.message_id, row.arg_id), row.term): window_at(row.position, row.piece)
-            for row in rows
-            if row.position is not None
-        },
-        {
-            (row.message_id, row.arg_id): link_of(row.link_tool, row.link_ids, row.link_arguments)
-            for row in rows
-            if row.position
-        },
+        dict(zip((((row.message_id, row.arg_id), row.term) for row in windowed), windows_at(windowed), strict=True)),
+        dict(zip(((row.message_id, row.arg_id) for row in linked), links_of(linked), strict=True)),
     )
     bounded = False
     if scope.is_global:
@@ -158,14 +141,3 @@ def listing_of(
         seeds = [c for c in candidates if c.listing_key < key and c.field_key in fields]
         candidates = page
     return Listing(candidates, seeds, cut, bounded, coverage, max_chars, listed_before)
-
-
-def hit_links(
-    candidates: Iterable[Candidate], links: dict[tuple[int, int], Link]
-) -> dict[tuple[int, int], HitLink | None]:
-    """Each listed field's tool and other half as its header and JSON show them (``hits.hit_link``)."""
-    return {
-        key: hit_link(links.get(key), arg_id=candidate.arg_id, role=candidate.role)
-        for candidate in candidates
-        if (key := candidate.field_key) in links or candidate.arg_id or candidate.role == Message.Role.TOOL
-    }

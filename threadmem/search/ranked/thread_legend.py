@@ -8,7 +8,7 @@ its channel (``share.fit`` lists the lines of the threads it shows).
 from __future__ import annotations
 
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
-from threadmem.search.answer_caps import one_line
+from threadmem.search.hit_entries import one_line
 from threadmem.search.shared_sql import in_ids, searchable_sql
 
 HEAD = 'Threads of these results (call again with channel="…" to search one alone):'
