@@ -26,7 +26,7 @@ RESULTS = 40
 @pytest.fixture
 def busy(thread):
     """RESULTS large tool results and as many calls, each naming the beacon once (the results answer other calls:
-    a call and its result that both match are one hit, tests/search/test_entries.py)."""
+    a call and its result that both match are one hit, tests/search/test_hit_entries.py)."""
     batch = []
     for i in range(RESULTS):
         batch.append(

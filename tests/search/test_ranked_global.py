@@ -19,7 +19,7 @@ from threadmem.imports.generations import message_grow_imported
 from threadmem.models import EmbeddingProgress, Message
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.literal.literal_search import WORDS_BY_CURSOR
+from threadmem.search.answer_caps import WORDS_BY_CURSOR
 from threadmem.search.ranked import lexicon, ranked_results, spread, thread_legend, vectors
 from threadmem.tools.requests import SearchMemoryRequest
 

@@ -53,6 +53,12 @@ COVERAGE_LINES = {
         "search one thread."
     ),
 }
+# A global described question's first page (the whole query matched nothing): its words are not matched one by one
+# over every thread, costly for common words and listed on no first page anyway (``ranked.share``).
+WORDS_BY_CURSOR = (
+    "The whole query has no literal hit. Its words were not searched one by one in every thread (the ranked "
+    'results below answer a described question); for their literal hits, newest first, call again with cursor="{}".'
+)
 SEMANTIC_HEADING = "## Other memory results"
 TRUNCATED_LINE = "[search results truncated]"
 

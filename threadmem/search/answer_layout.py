@@ -32,6 +32,7 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 
 from threadmem.lib.windows import Window
 from threadmem.scope import GLOBAL_CHANNEL
@@ -49,6 +50,7 @@ from threadmem.search.answer_caps import (
     THREAD_LITERAL_MAX_CHARS,
     THREAD_SEARCH_MAX_CHARS,
     TRUNCATED_LINE,
+    WORDS_BY_CURSOR,
 )
 from threadmem.search.hit_entries import Call, Entry, call_of_fields, one_line
 from threadmem.search.hits import Candidate, Coverage, HitLink, LiteralPart, Windows
@@ -241,3 +243,14 @@ def merge(*, header: str, literal: str, semantic: str) -> tuple[str, bool]:
         return text, False
     tail = f"\n{TRUNCATED_LINE}"
     return text[: THREAD_SEARCH_MAX_CHARS - len(tail)] + tail, True
+
+
+# Where the words' hits start: the first word (term 1), from the newest message on.
+WORDS_START = CursorPosition(term=1, message_id=10**12 - 1, arg_id=0, listed_before=0)
+
+
+def words_by_cursor(whole: LiteralPart, sign: Callable[[CursorPosition], str]) -> LiteralPart:
+    """The literal part of a global described question's first page: no hit of the whole query, and the cursor
+    to its words' hits (``WORDS_START``), whose page runs the whole plan."""
+    cursor = sign(WORDS_START)
+    return replace(whole, text=WORDS_BY_CURSOR.format(cursor), next_position=WORDS_START, next_cursor=cursor)

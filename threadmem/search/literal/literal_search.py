@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, assert_never
 
 from threadmem.scope import SearchScope
-from threadmem.search.answer_layout import entries_budget, literal_part
+from threadmem.search.answer_layout import entries_budget, literal_part, words_by_cursor
 from threadmem.search.hits import Coverage, LiteralPart, MatchedBy, hit_links
 from threadmem.search.literal.dialects import Dialect
 from threadmem.search.literal.match import match_sql
@@ -93,23 +92,6 @@ def literal_search(
     part.matched_by = matches.matched_by
     part.executed = executed_plan(plan, matches, ran_ms)
     return part
-
-
-# A global described question's first page (the whole query matched nothing): its words are not matched one by one
-# over every thread, costly for common words and listed on no first page anyway (``ranked.share``).
-WORDS_BY_CURSOR = (
-    "The whole query has no literal hit. Its words were not searched one by one in every thread (the ranked "
-    'results below answer a described question); for their literal hits, newest first, call again with cursor="{}".'
-)
-# Where the words' hits start: the first word (term 1), from the newest message on.
-WORDS_START = CursorPosition(term=1, message_id=10**12 - 1, arg_id=0, listed_before=0)
-
-
-def words_by_cursor(whole: LiteralPart, sign: Callable[[CursorPosition], str]) -> LiteralPart:
-    """The literal part of a global described question's first page: no hit of the whole query, and the cursor
-    to its words' hits (``WORDS_START``), whose page runs the whole plan."""
-    cursor = sign(WORDS_START)
-    return replace(whole, text=WORDS_BY_CURSOR.format(cursor), next_position=WORDS_START, next_cursor=cursor)
 
 
 def run_plan(

@@ -73,7 +73,7 @@ def test_it_merges_a_word_hit_inside_a_listed_window_and_counts_it_once():
 
 def test_it_lists_in_order_until_the_cap_and_counts_the_rest_truly():
     terms = ["needle"]
-    # Each window its own text (identical windows are one entry: test_entries.py).
+    # Each window its own text (identical windows are one entry: test_hit_entries.py).
     texts = {(i, 0): "x" * 30_000 + f"needle {i:03d}" + "x" * 30_000 for i in range(1, 121)}
     candidates = [candidate(0, i, chars=60_010) for i in range(120, 0, -1)]
     pairs = fields_to_window(candidates, terms, budget=entries_budget(120, bounded=False))
