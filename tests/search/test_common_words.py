@@ -17,8 +17,8 @@ from tests.support.sessions import data_dir
 from threadmem.imports.service import import_paths
 from threadmem.search import search_memory
 from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
-from threadmem.search.database.capabilities import common_words, forget_probe
-from threadmem.search.database.token_grammar import word_lexeme
+from threadmem.search.database.capabilities import forget_probe
+from threadmem.search.database.term_tokens import common_words, word_lexeme
 from threadmem.search.literal import plan
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")

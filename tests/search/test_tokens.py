@@ -23,9 +23,9 @@ from threadmem.imports.service import import_paths
 from threadmem.lib.terms import query_terms
 from threadmem.models import Message, ToolArgument
 from threadmem.search import search_memory
-from threadmem.search.database import capabilities, token_grammar
+from threadmem.search.database import capabilities, term_tokens
 from threadmem.search.database.capabilities import TOKENS_VERSION
-from threadmem.search.database.token_grammar import UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
+from threadmem.search.database.term_tokens import UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
 from threadmem.search.database.token_index import token_indexes_create, token_indexes_drop
 from threadmem.search.literal import plan
 
@@ -65,7 +65,7 @@ def test_a_term_asks_for_what_its_links_and_whole_runs_need_of_a_field(term, que
 
 def test_field_tokens_are_runs_cut_to_the_limit_and_the_link_of_each_two_runs_in_a_row():
     long = "x" + "y" * 40 + "z"
-    runs = {"ab", "cd", "t", long[: token_grammar.TOKEN_CHARS]}
+    runs = {"ab", "cd", "t", long[: term_tokens.TOKEN_CHARS]}
     links = {"ba-cd", "dc|t", "t|xyyy", "zyyyyy ab"}
     assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | links
     assert field_tokens("") == set()

@@ -1,2 +1,3 @@
-"""threadmem_search on PostgreSQL: what the database offers search (capabilities.py), the token grammar
-(token_grammar.py), what an operator runs on the token index (token_index.py)."""
+"""threadmem_search on PostgreSQL: what the database offers search (capabilities.py), what the token index can
+tell of a term (term_tokens.py: its lexemes, the index's statistics), what an operator runs on the token index
+(token_index.py)."""

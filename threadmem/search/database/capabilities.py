@@ -1,12 +1,13 @@
-"""The database side of search on PostgreSQL: threadmem_search's version, the probe, the token index's statistics.
+"""The database side of search on PostgreSQL: threadmem_search's version and what a database offers (the probe).
 
 threadmem's own extension (pg/, installed by scripts/install-pg-extension.sh,
 created by migration 0007 where the server offers it) gives the trigram
 operator class, the literal tests and ``threadmem_tokens``, whose lexemes the
 token index holds. This module is the one place that knows which version
-search's queries are written for, probes what a database offers
-(``capabilities``), reads the token index's statistics (``common_words``): what a search reads while
-planning. Which lexemes a field holds and which a term needs is ``token_grammar.py``'s.
+search's queries are written for and probes what a database offers
+(``capabilities``), which a search reads while planning. Which lexemes a field
+holds, which a term needs and what the token index's statistics say of it is
+``term_tokens.py``'s.
 What an operator runs, creating, dropping, reporting and migrating the token
 index, is ``token_index.py``. The link function (literal/link_function.py) is
 created by apps.py after every migration.
@@ -20,13 +21,11 @@ leaves it unused, for comparison.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from threadmem.replicas import connection  # the current read's database (the primary outside one)
-from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
 
 # threadmem_tokens as the token grammar below describes it. An index built at an
 # older version holds other lexemes: search leaves it unused until it is rebuilt
@@ -146,45 +145,7 @@ def capabilities(*, fresh: bool = False) -> DatabaseCapabilities:
 
 
 def forget_probe() -> None:
-    """Probe again at the next search, and read the token index's statistics again (``common_words``)."""
+    """Probe again at the next search, and read the token index's statistics again (``term_tokens.common_words``:
+    both caches live on the connection)."""
     connection.threadmem_search_extension = None
     connection.threadmem_common_words = None
-
-
-# How long a connection keeps the index statistics it read (common_words):
-# they change only when ANALYZE runs, after large batches.
-COMMON_WORDS_SECONDS = 60.0
-_COMMON_WORDS_SQL = (
-    "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, "
-    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass('threadmem_message')) "
-    "FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'message_content_tokens'"
-)
-
-
-def common_words() -> dict[str, float]:
-    """The lexemes of the content token index held by so many fields that reading newest first wins, with
-    their shares of the fields.
-
-    A word in a share ``f`` of N fields costs the newest-first read about
-    (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
-    re-check and sort, so reading newest first costs less from
-    f = sqrt((SEARCH_COUNT_LIMIT + 1) / N). The shares come from the
-    statistics ANALYZE keeps of the index's expression (PostgreSQL's most
-    common elements of a tsvector). Read once per COMMON_WORDS_SECONDS per
-    connection.
-    """
-    cached = getattr(connection, "threadmem_common_words", None)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    # On the driver's cursor, as the capabilities' probe: a catalogue read once a minute, not a search's statement.
-    connection.ensure_connection()
-    with connection.connection.cursor() as cursor:
-        cursor.execute(_COMMON_WORDS_SQL)
-        found = cursor.fetchone()
-    words: dict[str, float] = {}
-    if found is not None and found[0] and found[2] and found[2] > 0:
-        lexemes, shares, fields = found
-        least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
-        words = {lexeme: share for lexeme, share in zip(lexemes, shares, strict=False) if share >= least}
-    connection.threadmem_common_words = (time.monotonic() + COMMON_WORDS_SECONDS, words)
-    return words

@@ -37,7 +37,7 @@ from typing import Any
 from threadmem.scope import SearchScope
 from threadmem.search.answer_caps import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
 from threadmem.search.database.capabilities import TOKEN_CANDIDATES
-from threadmem.search.database.token_grammar import UNINDEXED_QUERY
+from threadmem.search.database.term_tokens import UNINDEXED_QUERY
 from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
 from threadmem.search.literal.filters import StatementFilters, statement_filters

@@ -25,7 +25,7 @@ from threadmem.replicas import connection  # the current read's database (the pr
 from threadmem.scope import SearchScope
 from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
 from threadmem.search.database.capabilities import capabilities
-from threadmem.search.database.token_grammar import TermTokens, term_tokens
+from threadmem.search.database.term_tokens import TermTokens, term_tokens
 from threadmem.search.literal.dialects import Dialect, PostgresDialect, SqliteDialect
 
 # More threads than this: one lookup each would cost more than the owner's window saves (match.py, "An owner's

@@ -1,17 +1,59 @@
-"""The token grammar: the lexemes threadmem_tokens (pg/threadmem_tokens.c) gives a field, and those a term needs.
+"""What the token index can tell of a term: the lexemes threadmem_tokens (pg/threadmem_tokens.c) gives a field,
+those a term needs (the token grammar), and the share of fields a common word is in (the index's statistics).
 
-A global search's plan asks it of its terms (``term_tokens``: each term's tsquery, and the share of fields a
-common word is in, from the index's statistics, ``capabilities.common_words``).
+A global search's plan asks it of its terms at once (``term_tokens``).
 """
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
-from threadmem.search.database.capabilities import common_words
+from threadmem.replicas import connection  # the current read's database (the primary outside one)
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+
+# How long a connection keeps the index statistics it read (common_words):
+# they change only when ANALYZE runs, after large batches.
+COMMON_WORDS_SECONDS = 60.0
+_COMMON_WORDS_SQL = (
+    "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, "
+    "(SELECT c.reltuples FROM pg_class c WHERE c.oid = to_regclass('threadmem_message')) "
+    "FROM pg_stats s WHERE s.schemaname = current_schema() AND s.tablename = 'message_content_tokens'"
+)
+
+
+def common_words() -> dict[str, float]:
+    """The lexemes of the content token index held by so many fields that reading newest first wins, with
+    their shares of the fields.
+
+    A word in a share ``f`` of N fields costs the newest-first read about
+    (SEARCH_COUNT_LIMIT + 1) / f fields and the index about f * N of them to
+    re-check and sort, so reading newest first costs less from
+    f = sqrt((SEARCH_COUNT_LIMIT + 1) / N). The shares come from the
+    statistics ANALYZE keeps of the index's expression (PostgreSQL's most
+    common elements of a tsvector). Read once per COMMON_WORDS_SECONDS per
+    connection.
+    """
+    cached = getattr(connection, "threadmem_common_words", None)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    # On the driver's cursor, as the capabilities' probe: a catalogue read once a minute, not a search's statement.
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor:
+        cursor.execute(_COMMON_WORDS_SQL)
+        found = cursor.fetchone()
+    words: dict[str, float] = {}
+    if found is not None and found[0] and found[2] and found[2] > 0:
+        lexemes, shares, fields = found
+        least = math.sqrt((SEARCH_COUNT_LIMIT + 1) / fields)
+        words = {lexeme: share for lexeme, share in zip(lexemes, shares, strict=False) if share >= least}
+    connection.threadmem_common_words = (time.monotonic() + COMMON_WORDS_SECONDS, words)
+    return words
+
 
 # The token grammar: the lexemes threadmem_tokens (pg/threadmem_tokens.c) gives a field, and those a term needs of
 # one (docs/search.md, "The token index", says why each rule keeps the index exact). A field's lexemes: each
