@@ -17,7 +17,7 @@ from threadmem.scope import resolve_scope
 from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
 from threadmem.search.literal import plan
 from threadmem.search.literal.literal_search import fetch_matches
-from threadmem.search.literal.match import match_sql
+from threadmem.search.literal.match_sql import match_sql
 
 pytestmark = pytest.mark.django_db
 

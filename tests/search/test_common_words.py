@@ -111,7 +111,7 @@ def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_w
 def test_common_words_share_one_read_of_the_newest_messages(operator, tune):
     tune(index_budget_ms=60_000)
     statement, result = match_statement(operator, QUERY)
-    # One read decompresses each newest message once and tests both words (match.py, nf); each word's branch
+    # One read decompresses each newest message once and tests both words (match_sql.py, nf); each word's branch
     # takes its hits from it and stops there: neither reads the older messages.
     assert statement.count("nf AS MATERIALIZED") == 1
     assert statement.count("threadmem_icontains(x.body") == 2

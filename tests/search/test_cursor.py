@@ -15,7 +15,7 @@ from threadmem import services
 from threadmem.errors import InvalidInput
 from threadmem.search import search_memory
 from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.literal import filters as owner_window
+from threadmem.search.literal import filter_sql as owner_window
 from threadmem.tools import SEARCH_MEMORY, run_tool
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]

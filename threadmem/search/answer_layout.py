@@ -107,7 +107,7 @@ def literal_part(
     earlier candidates of the fields it may list: replayed in order, they give
     back the windows the earlier pages listed on those fields, so a hit merged
     there is neither listed again nor counted. ``links`` names each field's
-    tool and other half (``literal/filters.py``); ``sign`` makes the cursor of
+    tool and other half (``literal/filter_sql.py``); ``sign`` makes the cursor of
     the next page when hits are left out.
 
     One entry per tool call: the hits of one call's arguments and results are

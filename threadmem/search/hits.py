@@ -1,7 +1,7 @@
 """What a search finds, before it is laid out: candidates, hits, the literal part, and how it was found.
 
 A hit's other half (contract §9) comes back from the statements as three
-columns (``literal/filters.py``, ``link_sql``); ``hit_link`` reads them into
+columns (``literal/filter_sql.py``, ``link_sql``); ``hit_link`` reads them into
 the ``HitLink`` its header and JSON show.
 
 The answer's caps and markers are ``answer_caps.py``'s, its layout (which hits are listed, the text)
@@ -86,7 +86,7 @@ class Hit:
     role: str
     field: str
     window: str  # as the model reads it, markers included
-    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (literal/filters.py)
+    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (literal/filter_sql.py)
     result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
     call_message_id: int | None = None  # a hit in a tool result: the message holding its call
     result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length in characters

@@ -3,7 +3,7 @@ set of ids (``in_ids``, ``in_subquery``), each spelt for either database.
 
 ``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL; tests/search/test_filters.py
 holds every search path to the same rows as that definition. The literal lane's scope and filters build on these
-(``literal/filters.py``), and so do the ranked lane's reads and message_context_read.
+(``literal/filter_sql.py``), and so do the ranked lane's reads and message_context_read.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ TOKEN_INDEXES = (
 )
 TOKEN_INDEX_NAMES = tuple(name for name, _, _ in TOKEN_INDEXES)
 
-# Per field kind, a token branch's candidates (``match.token_branch``): ids in listing order, read from the index
+# Per field kind, a token branch's candidates (``match_sql.token_branch``): ids in listing order, read from the index
 # and the rows' small columns, the join back to the row, the order. Beside TOKEN_INDEXES because they must repeat
 # the indexes' expression (``threadmem_tokens(column)``, as token_index.py creates them) to use them. The
 # candidates are the fields whose lexemes the term asks for, in the scope, then (UNION ALL) the fields too large

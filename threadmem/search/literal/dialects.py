@@ -99,7 +99,7 @@ class Dialect:
         """Make the connection ready for the statements below."""
 
     def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
-        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
+        """Every fragment a match statement takes from the dialect, in one call (``match_sql.py`` writes the rest)."""
         patterns = self.patterns(terms)
         return StatementSql(
             [self.term_sql(term, pattern, narrow=narrow) for term, pattern in zip(terms, patterns, strict=True)],
@@ -126,7 +126,7 @@ class Dialect:
 
 
 # The columns a match statement tests: a message's content, a tool argument's value; in scans also the text of
-# the newest messages common words share (match.py, nf).
+# the newest messages common words share (match_sql.py, nf).
 MATCHED_COLUMNS = ("m.content", "a.value")
 SCANNED_COLUMNS = (*MATCHED_COLUMNS, "x.body")
 

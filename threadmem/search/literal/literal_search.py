@@ -6,13 +6,13 @@
    resolved there once (the knobs, the dialect, what the token index says of
    each term): the statements' shape (``MatchPlan``) and, per term, the
    ``Branch`` that finds it and why.
-2. Run: ``run_plan`` below has ``match.py`` write the match statement as the
+2. Run: ``run_plan`` below has ``match_sql.py`` write the match statement as the
    plan says (deciding nothing) and ``statements.py`` run it, to the end or
    within a time budget. When a budget runs out: in a thread too large to
-   scan on PostgreSQL one more statement runs first (``spelling.py``,
+   scan on PostgreSQL one more statement runs first (``spelling_sql.py``,
    without threadmem_search) or after (a scan, with it, when the index ran
    out of time); a global search on PostgreSQL falls back to the newest
-   messages (``recent.py``).
+   messages (``recent_sql.py``).
 3. Rows: ``statement_rows.py`` reads them into the candidates the listing
    keeps; at most one windows statement (``window_sql.py``) cuts, for the
    few fields the listing's walk reaches (``window_walk.py``), each term's
@@ -33,10 +33,10 @@ from threadmem.scope import SearchScope
 from threadmem.search.answer_layout import entries_budget, literal_part, words_by_cursor
 from threadmem.search.hits import Coverage, LiteralPart, MatchedBy, hit_links
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.match import match_sql
+from threadmem.search.literal.match_sql import match_sql
 from threadmem.search.literal.plan import MatchPlan, SearchPlan, SearchTuning, plan_search, scan_plans
-from threadmem.search.literal.recent import recent_match_sql
-from threadmem.search.literal.spelling import spellings, spellings_sql
+from threadmem.search.literal.recent_sql import recent_match_sql
+from threadmem.search.literal.spelling_sql import spellings, spellings_sql
 from threadmem.search.literal.statement_rows import (
     Cut,
     Listing,
@@ -100,7 +100,7 @@ def run_plan(
     """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
 
     ``start``: a later page's cursor key, ``described_max_chars`` a described question's first page's cap,
-    applied when no row matches the whole query (``match.with_small_windows``).
+    applied when no row matches the whole query (``match_sql.with_small_windows``).
     """
     scope, dialect, tuning = plan.scope, plan.dialect, plan.tuning
     terms = [term.term for term in plan.terms]

@@ -1,7 +1,7 @@
 """What the literal statements return, read into data: the match statement's rows, the windows statement's, and
 the candidates the listing keeps of them.
 
-The rows come in listing order (``match.with_small_windows``), some with their
+The rows come in listing order (``match_sql.with_small_windows``), some with their
 window already cut. ``listing_of`` keeps a global term's first
 SEARCH_COUNT_LIMIT fields and a later page's rows from its cursor on, and
 says which cap applies: the data the windows statement and the layout

@@ -12,7 +12,7 @@ from threadmem.scope import SearchScope
 from threadmem.search.answer_caps import TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
 from threadmem.search.hits import WindowKey
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.filters import link_sql
+from threadmem.search.literal.filter_sql import link_sql
 from threadmem.search.shared_sql import searchable_sql
 
 

@@ -13,8 +13,8 @@ from threadmem.search.answer_caps import (
     SEARCH_COUNT_LIMIT,
 )
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.filters import scope_sql
-from threadmem.search.literal.match import ARGUMENT_COLUMNS, CONTENT_COLUMNS, with_small_windows
+from threadmem.search.literal.filter_sql import scope_sql
+from threadmem.search.literal.match_sql import ARGUMENT_COLUMNS, CONTENT_COLUMNS, with_small_windows
 from threadmem.search.shared_sql import searchable_sql
 
 

@@ -5,7 +5,7 @@ text leaves the database only in the windows of small fields that could be
 listed (``with_small_windows``). Which statement runs, and each term's
 branch, is the plan's choice (``plan.py``): this module writes it, deciding
 nothing and running nothing. It takes the fragments every branch needs once
-per statement (``Dialect.statement_sql``, ``filters.statement_filters``),
+per statement (``Dialect.statement_sql``, ``filter_sql.statement_filters``),
 writes one ``UNION ALL`` branch per term and field kind (``union_sql``), and
 wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
 
@@ -21,7 +21,7 @@ wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
   several common words, since decompressing them is most of the cost
   (``stream_sql``);
 * ``WINDOW``: the owner's newest messages first (``ow``,
-  ``filters.window_sql``), every searchable message of the scope from some
+  ``filter_sql.window_sql``), every searchable message of the scope from some
   id on; the term's index branches then read only older messages, and only
   while the window holds at most SEARCH_COUNT_LIMIT of its hits.
 
@@ -40,7 +40,7 @@ from threadmem.search.database.capabilities import TOKEN_CANDIDATES
 from threadmem.search.database.term_tokens import UNINDEXED_QUERY
 from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
-from threadmem.search.literal.filters import StatementFilters, statement_filters
+from threadmem.search.literal.filter_sql import StatementFilters, statement_filters
 from threadmem.search.literal.plan import Branch, TermPlan
 
 Sql = tuple[str, list[Any]]
@@ -206,7 +206,7 @@ def with_small_windows(
     counted from it. ``described_max_chars``: the cap when no row matches the
     whole query, for a described question's first page (``literal_search`` decides).
     """
-    # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
+    # ``sql``, ``filters``: the match statement's, else the same here (recent_sql.py).
     sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
     filters = filters or statement_filters(scope, dialect)
     cost = f"{HEADER_CHARS_AT_LEAST} + {sql.least_window}"

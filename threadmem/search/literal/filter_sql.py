@@ -160,7 +160,7 @@ class StatementFilters(NamedTuple):
 
 
 def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = False) -> StatementFilters:
-    """Every filter a match statement takes, in one call (``match.py``); ``window``: a term reads the owner's
+    """Every filter a match statement takes, in one call (``match_sql.py``); ``window``: a term reads the owner's
     window."""
     return StatementFilters(
         _and(scope_sql(scope, dialect, message="m"), role_tool_sql(scope, message="m")),
@@ -182,7 +182,7 @@ def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = Fa
 def window_sql(scope: SearchScope) -> tuple[str, list[Any]]:
     """The CTE ``ow``: the owner's newest searchable messages, newest first, up to the window's caps: the newest
     OWNER_WINDOW_MESSAGES of each thread (the (thread, id) index), the newest of those overall, up to
-    OWNER_WINDOW_BYTES of content (``match.py``, "WINDOW").
+    OWNER_WINDOW_BYTES of content (``match_sql.py``, "WINDOW").
 
     Its rows come out newest first as they are fetched (the ids sorted first,
     each row then joined in that order), and PostgreSQL runs a CTE only as far
