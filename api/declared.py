@@ -1,7 +1,9 @@
-"""The tools' declarations (threadmem.tools) as drf-spectacular sees them: a body serializer, query parameters.
+"""The tools' declarations (threadmem.tools) as drf-spectacular sees them: a body serializer, query parameters,
+and the answers' serializers (``threadmem.search.answers``).
 
 Only the OpenAPI document reads these: the views check keys against the declaration and the
-domain checks values, so what the schema says and what is refused come from one place.
+domain checks values, so what the schema says and what is refused come from one place; the
+answers are rendered by their declaration, which these serializers only describe.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
+from threadmem.search.answers import Key
 from threadmem.tools import Arg, ToolRequest
 
 
@@ -61,3 +64,34 @@ def query_parameters(request: type[ToolRequest], *, exclude: tuple[str, ...] = (
 
 def path_parameter(request: type[ToolRequest], key: str) -> OpenApiParameter:
     return OpenApiParameter(key, request.args()[key].schema, OpenApiParameter.PATH)
+
+
+def _answer_field(key: Key) -> serializers.Field:
+    """The serializer field of one answer key, from its JSON Schema."""
+    common: dict[str, Any] = {"help_text": key.doc or None}
+    if key.items:
+        return answer_serializer(key.items, f"{key.name.title().rstrip('s')}Serializer")(many=True, **common)
+    schema = key.schema
+    types = schema.get("type")
+    nullable = isinstance(types, list) and "null" in types
+    kind = next((t for t in types if t != "null"), None) if isinstance(types, list) else types
+    if kind == "string" and "enum" in schema:
+        return serializers.ChoiceField(choices=list(key.choices or schema["enum"]), **common)
+    if kind == "string" and schema.get("format") == "date-time":
+        return serializers.DateTimeField(**common)
+    if kind == "string":
+        return serializers.CharField(allow_null=nullable, allow_blank=True, **common)
+    if kind == "integer":
+        return serializers.IntegerField(allow_null=nullable, **common)
+    if kind == "boolean":
+        return serializers.BooleanField(**common)
+    if kind == "array" and schema.get("items") == {"type": "integer"}:
+        return serializers.ListField(child=serializers.IntegerField(), **common)
+    field_class = type(f"{key.name.title().replace('_', '')}Field", (serializers.JSONField,), {"__module__": __name__})
+    return extend_schema_field(schema)(field_class)(**common)
+
+
+def answer_serializer(shape: tuple[Key, ...], name: str) -> type[serializers.Serializer]:
+    """An answer's shape (``threadmem.search.answers``) as a serializer, for ``extend_schema(responses=...)``."""
+    fields = {key.name: _answer_field(key) for key in shape}
+    return type(name, (serializers.Serializer,), {"__module__": __name__, **fields})

@@ -278,7 +278,7 @@ def main() -> None:
         print(f"  {side}: {SIDE_DESCRIPTIONS[side]}")
     print("sides take turns batch by batch in the same tables (the order rotating); rates in messages/s")
 
-    from threadmem.search.database import capabilities
+    from threadmem.search.database.capabilities import capabilities
     from threadmem.search.database.token_index import token_indexes_create, token_indexes_drop
 
     # The default configuration (the token index, migration 0022) beside the same store without it, run by run.

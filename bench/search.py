@@ -189,7 +189,7 @@ def thread_scope(runs: int, owner, stress) -> None:
     from threadmem.models import Message, ToolArgument
     from threadmem.scope import resolve_scope
     from threadmem.search import search_memory
-    from threadmem.search.literal import literal_search
+    from threadmem.search.literal.literal_search import literal_search
 
     def fetch_and_scan(term: str) -> int:
         needle = re.compile(re.escape(term), re.IGNORECASE)
@@ -288,7 +288,7 @@ def measure(runs: int, *, global_only: bool = False) -> None:
         ("common word, as an owner (1% of threads)", "error", other_owner),
         (f"uncommon word, as an owner {words['uncommon']!r}", words["uncommon"], other_owner),
     ]
-    from threadmem.search.database import capabilities
+    from threadmem.search.database.capabilities import capabilities
 
     # The default configuration (the token index, migration 0022) and the same store with search not using it.
     configurations = {"default": True, "no token index": False} if capabilities().token_indexes else {"default": True}

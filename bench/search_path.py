@@ -177,7 +177,7 @@ def _surfaces(user):
     from api.views.threads import JSONAPIView
     from mcp_server import server
     from threadmem.scope import resolve_scope
-    from threadmem.search import literal
+    from threadmem.search.literal import literal_search as literal
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")

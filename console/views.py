@@ -36,7 +36,7 @@ from threadmem.errors import DomainError
 from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import Compaction, Deletion, Message, Thread, ToolCall
 from threadmem.search import message_context_read, search_memory
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.selectors import generation_list_for, is_operator
 
 View = Callable[..., HttpResponse]

@@ -78,7 +78,7 @@ def thread(owner) -> Thread:
 @pytest.fixture
 def token_indexes(db):
     """The token indexes (on by default: migration 0022), analysed in the test's transaction."""
-    from threadmem.search.database import forget_probe
+    from threadmem.search.database.capabilities import forget_probe
     from threadmem.search.database.token_index import token_indexes_create
 
     skip_without_search_extension()
@@ -92,7 +92,7 @@ def token_indexes(db):
 @pytest.fixture
 def without_token_indexes(db):
     """A store without the token indexes (``token_index drop``), for the test's transaction only."""
-    from threadmem.search.database import forget_probe
+    from threadmem.search.database.capabilities import forget_probe
     from threadmem.search.database.token_index import token_indexes_drop
 
     token_indexes_drop()

@@ -28,7 +28,7 @@ from threadmem import llm, selectors, services, tools
 from threadmem.errors import DomainError, InvalidInput, NotFound
 from threadmem.infrastructure import replicas
 from threadmem.models import Message, Thread, ToolCall
-from threadmem.search.bounded import WINDOW_CHARS
+from threadmem.search.answer_caps import WINDOW_CHARS
 
 # The system message of every turn: llm.SYSTEM_PROMPT (thread content is
 # data, not instructions) followed by these instructions.

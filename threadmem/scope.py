@@ -34,7 +34,7 @@ class SearchScope:
     # Global scope of a non-operator, resolved to the readable threads (their
     # own, not isolated; an operator's too when a project narrows the scope) so the literal SQL filters messages by
     # an indexed column instead of joining every thread. None for an operator's whole store: the
-    # literal SQL leaves out the isolated threads itself (literal/filters.py, scope_sql).
+    # literal SQL leaves out the isolated threads itself (literal/filter_sql.py, scope_sql).
     readable_thread_ids: tuple[int, ...] | None = None
     # Thread scope, and a non-operator's global scope: an upper bound of the
     # bytes of text in it (the threads' running totals,
@@ -42,7 +42,7 @@ class SearchScope:
     # scope this small instead of asking the trigram index.
     visible_bytes: int = 0
     # search_memory's filters (contract §9): only hits of these tools' calls and results (names, any case), and
-    # only messages of this role. The literal part applies them (literal/filters.py, hit_filter_sql).
+    # only messages of this role. The literal part applies them (literal/filter_sql.py, role_tool_sql).
     tools: tuple[str, ...] = ()
     role: str | None = None
     # search_memory's project (docs/search.md, "Project scope"): a global scope holds only the project's threads
@@ -59,7 +59,7 @@ class SearchScope:
 
         The filter every path applies: ``messages()`` here and the semantic
         retriever (``embeddings/retrieve.py``) use it as it is; the literal
-        part's SQL mirrors it (``literal/filters.py``: ``searchable_sql``/``scope_sql``) and
+        part's SQL mirrors it (``literal/filter_sql.py``: ``searchable_sql``/``scope_sql``) and
         the tests pin the paths together.
         """
         condition = searchable_q(prefix)

@@ -37,6 +37,7 @@ from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import ToolCall
 from threadmem.render import message_data
 from threadmem.search import message_context_read, search_memory
+from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
 from threadmem.search.answers import audit_read_data, search_result_data
 from threadmem.tools import TOOLS, MessageContextReadRequest, SearchMemoryRequest
 
@@ -69,7 +70,8 @@ class SearchView(JSONAPIView):
     @extend_schema(
         summary="search_memory: bounded literal search of stored history",
         description=(
-            "`text` is exactly what a model reads: at most 12,000 characters whatever matched. With `channel`, "
+            f"`text` is exactly what a model reads: at most {THREAD_SEARCH_MAX_CHARS:,} characters whatever matched. "
+            "With `channel`, "
             "every generation of that thread (and its fork ancestry); without it, every thread the caller may "
             "read that is not isolated (that needs 3+ letters or digits in a row in the query)."
         ),
@@ -111,7 +113,7 @@ class MessageView(JSONAPIView):
             "Model-facing for every caller, operators included: it reads exactly the messages search may show "
             "(operators: any owner's; others: their own threads), not isolated, not superseded, model-visible, not "
             "a machine event or summary; any other id answers 404. Operators see isolated messages in the console. "
-            "`text` is what the model reads (at most 12,000 characters)."
+            f"`text` is what the model reads (at most {AUDIT_READ_MAX_CHARS:,} characters)."
         ),
         parameters=[MESSAGE_ID_PARAMETER, *query_parameters(MessageContextReadRequest, exclude=("message_id",))],
         responses={200: AuditReadSerializer, **errors(400, 401, 404)},

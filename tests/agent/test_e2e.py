@@ -26,7 +26,7 @@ from django.db import models
 
 from tests.support.factories import append, make_thread
 from threadmem.models import Message, Thread, ToolCall
-from threadmem.search.bounded import HEADER, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import HEADER, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
 
 CHANNEL = "ops:db-migration/2024-11"
 PADDING = "padding"

@@ -15,7 +15,7 @@ from tests.support.turns import run_turn, search_call, stored, turn_url
 from threadmem import agent
 from threadmem.errors import NotFound
 from threadmem.models import Compaction, Message, ToolCall
-from threadmem.search.bounded import HEADER
+from threadmem.search.answer_caps import HEADER
 
 # --- errors ----------------------------------------------------------------------------
 

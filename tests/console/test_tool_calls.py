@@ -13,7 +13,7 @@ from console.selectors import TOOL_CALLS_PER_PAGE
 from tests.support.factories import append, make_thread
 from threadmem.models import ToolCall
 from threadmem.search import search_memory
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 URL = "/console/tool-calls/"
 

@@ -23,8 +23,7 @@ from threadmem.embeddings import retrieve, tasks
 from threadmem.embeddings import service as embedding_service
 from threadmem.models import Chunk, EmbeddingProgress
 from threadmem.search import search_memory, semantic
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
-from threadmem.search.literal import WORDS_BY_CURSOR
+from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS, WORDS_BY_CURSOR
 from threadmem.search.ranked import lane
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,7 +21,7 @@ from tests.support.factories import append
 from tests.support.fake_responses import MemoryScript, serve
 from tests.support.mcp_client import ROOT, child_env, token_of
 from threadmem.models import Generation, Thread
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from tests.support.factories import append, make_thread, token_client
 from tests.support.mcp_client import ROOT, SECRET, bobs_attempts, child_env, run, stdio_server, text_of, token_of
 from threadmem.models import Message, ToolCall
-from threadmem.search.bounded import THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from tests.support.redaction import api_reads, api_search, console_reads, holdin
 from tests.support.secrets import CLASSIC_REDACTED, CLASSIC_TOKEN, claude_code_session
 from tests.support.semantic import embedded, semantic_part
 from threadmem.models import Thread
-from threadmem.search.ranked import threads
+from threadmem.search.ranked import thread_legend
 
 TITLE = f"push with {CLASSIC_TOKEN} to staging"
 REDACTED = f"push with {CLASSIC_REDACTED} to staging"
@@ -46,7 +46,7 @@ def test_a_title_patched_with_a_token_is_stored_redacted_and_global_search_names
     embedded(thread)
     answer = api_search(owner_api, QUESTION)
     legend = semantic_part(answer["text"])
-    legend = legend[legend.index(threads.HEAD) :]
+    legend = legend[legend.index(thread_legend.HEAD) :]
     assert f'channel="cli:zebrafish" "{REDACTED}"' in legend
     assert CLASSIC_TOKEN not in json.dumps(answer)
     assert_read_redacted(owner_api, operator, thread)

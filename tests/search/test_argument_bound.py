@@ -14,9 +14,10 @@ from django.db import connection
 from tests.support.factories import append, make_thread
 from threadmem.models import Message, ToolArgument
 from threadmem.scope import resolve_scope
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import fetch_matches, plan
-from threadmem.search.literal.match import index_match_sql, scan_match_sql
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.literal import plan
+from threadmem.search.literal.literal_search import fetch_matches
+from threadmem.search.literal.match_sql import match_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -40,10 +41,19 @@ def store(owner):
     append(thread, *newer)
 
 
-def match(user, statement) -> list:
+def index_plans(scope, terms, dialect):
+    return plan.index_term_plans(scope, terms, dialect)
+
+
+def match(user, plans) -> list:
     dialect = plan.dialect()
     dialect.prepare()
-    return fetch_matches(*statement(resolve_scope(user=user, channel=None), [WORD], dialect))
+    scope = resolve_scope(user=user, channel=None)
+    return fetch_matches(*match_sql(scope, plans(scope, [WORD], dialect), dialect))
+
+
+def scan_plans(scope, terms, dialect):
+    return plan.scan_plans(terms)
 
 
 def expected_fields() -> list[tuple[int, int]]:
@@ -54,11 +64,11 @@ def expected_fields() -> list[tuple[int, int]]:
 
 
 @pytest.mark.usefixtures("store")
-@pytest.mark.parametrize("statement", [index_match_sql, scan_match_sql])
-def test_the_argument_branch_reads_no_older_than_the_content_branch(operator, statement):
-    if statement is index_match_sql and connection.vendor != "postgresql":
+@pytest.mark.parametrize("plans", [index_plans, scan_plans])
+def test_the_argument_branch_reads_no_older_than_the_content_branch(operator, plans):
+    if plans is index_plans and connection.vendor != "postgresql":
         pytest.skip("SQLite's global search is a scan")
-    rows = match(operator, statement)
+    rows = match(operator, plans)
     listed = [(row.message_id, row.arg_id) for row in rows]
     assert listed[: SEARCH_COUNT_LIMIT + 1] == expected_fields()
     # The content branch's 101 rows, and of the 45 arguments only the 5 among them: none of the 40 older calls.
@@ -72,7 +82,7 @@ def test_the_argument_branch_reads_no_older_than_the_content_branch(operator, st
 @pytest.mark.usefixtures("store")
 def test_a_content_branch_short_of_the_limit_leaves_the_arguments_unbounded(operator):
     Message.objects.filter(content__icontains=WORD).update(content="nothing here")
-    rows = match(operator, scan_match_sql)
+    rows = match(operator, scan_plans)
     assert len(rows) == OLDER_CALLS + NEWER_CALLS
     assert all(row.arg_id for row in rows)
 
@@ -93,7 +103,7 @@ def test_an_owners_window_reads_arguments_up_to_its_contents_last_hit(owner):
     dialect = plan.dialect()
     dialect.prepare()
     scope = resolve_scope(user=owner, channel=None)
-    rows = fetch_matches(*index_match_sql(scope, [WORD], dialect, window=True))
+    rows = fetch_matches(*match_sql(scope, plan.index_term_plans(scope, [WORD], dialect, window=True), dialect))
     listed = [(row.message_id, row.arg_id) for row in rows]
     # The call sits just before the content's 101st hit: its argument is the 100th field, listed.
     assert listed[: SEARCH_COUNT_LIMIT + 1] == expected_fields()

@@ -9,7 +9,7 @@ from threadmem import services
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.models import ToolCall
 from threadmem.search import message_context_read, search_memory
-from threadmem.search.audit import AUDIT_READ_MAX_CHARS
+from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """A global statement's budget is an idle machine's milliseconds: on a loaded machine it is scaled by the load
-(literal/__init__.py: within_budget, docs/search.md "Under load"). Other sessions sleeping in pg_sleep stand for
+(statements.py: within_budget, docs/search.md "Under load"). Other sessions sleeping in pg_sleep stand for
 the load here: they are active statements, as a saturated server's are."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pytest
 from django.db import connection
 
 from tests.support.database import other_session
-from threadmem.search.literal import host_runnable, within_budget
+from threadmem.search.literal import plan
+from threadmem.search.statements import host_runnable, within_budget
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is statement_timeout")
 
@@ -54,13 +55,18 @@ def busy_database() -> Iterator[None]:
         session.close()
 
 
+def load_scale() -> tuple[int, int]:
+    """The load scale of the tuning in force, as a global search's plan applies it."""
+    return plan.TUNING.budget_scale_max, plan.TUNING.db_cpus
+
+
 @pytest.mark.django_db
 def test_a_load_scaled_budget_grows_with_the_statements_the_database_runs(busy_database, tune):
     tune(db_cpus=1)
     tune(budget_scale_max=20)
     timeout = "SELECT current_setting('statement_timeout')"
 
-    (scaled,) = within_budget(timeout, [], 10, scale_by_load=True)[0]
+    (scaled,) = within_budget(timeout, [], 10, scaled=load_scale())[0]
     (fixed,) = within_budget(timeout, [], 10)[0]
 
     # This statement and the sleepers (and whatever else the server runs): at least five times, at most the cap.
@@ -76,17 +82,17 @@ def test_work_that_fits_an_idle_budget_finishes_on_a_loaded_machine(busy_databas
     tune(budget_scale_max=20)
     slow = "SELECT 'done' FROM pg_sleep(0.2)"
 
-    assert within_budget(slow, [], 50, scale_by_load=True) == [("done",)]
+    assert within_budget(slow, [], 50, scaled=load_scale()) == [("done",)]
     assert within_budget(slow, [], 50) is None
     tune(budget_scale_max=1)  # 1: the clock's milliseconds, as before
-    assert within_budget(slow, [], 50, scale_by_load=True) is None
+    assert within_budget(slow, [], 50, scaled=load_scale()) is None
 
 
 @pytest.mark.django_db
 def test_an_idle_database_leaves_the_budget_as_it_is(tune):
     tune(db_cpus=10_000)  # whatever runs, fewer statements than CPUs
     timeout = "SELECT current_setting('statement_timeout')"
-    assert within_budget(timeout, [], 45, scale_by_load=True) == [("45ms",)]
+    assert within_budget(timeout, [], 45, scaled=load_scale()) == [("45ms",)]
 
 
 def test_the_host_count_of_runnable_threads_counts_at_least_this_one():

@@ -16,8 +16,9 @@ from tests.support.search import newest_first_terms
 from tests.support.sessions import data_dir
 from threadmem.imports.import_once import import_paths
 from threadmem.search import search_memory
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import common_words, forget_common_words, word_lexeme
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.database.capabilities import forget_probe
+from threadmem.search.database.term_tokens import common_words, word_lexeme
 from threadmem.search.literal import plan
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
@@ -110,7 +111,7 @@ def test_an_owner_and_a_store_without_the_token_index_keep_the_index_for_every_w
 def test_common_words_share_one_read_of_the_newest_messages(operator, tune):
     tune(index_budget_ms=60_000)
     statement, result = match_statement(operator, QUERY)
-    # One read decompresses each newest message once and tests both words (match.py, nf); each word's branch
+    # One read decompresses each newest message once and tests both words (match_sql.py, nf); each word's branch
     # takes its hits from it and stops there: neither reads the older messages.
     assert statement.count("nf AS MATERIALIZED") == 1
     assert statement.count("threadmem_icontains(x.body") == 2
@@ -148,7 +149,7 @@ def test_on_real_sessions_the_commonest_words_share_the_read_and_list_what_a_sca
         import_paths(paths=[path], fmt="claude-code", owner=operator)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE threadmem_message")
-    forget_common_words()
+    forget_probe()
     words = sorted(common_words(), key=common_words().get, reverse=True)[:3]
     assert len(words) >= 2
     query = " ".join(words)

@@ -14,8 +14,8 @@ from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.errors import InvalidInput
 from threadmem.search import search_memory
-from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.literal import filters as owner_window
+from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.search.literal import filter_sql as owner_window
 from threadmem.tools import SEARCH_MEMORY, run_tool
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
@@ -26,7 +26,7 @@ RESULTS = 40
 @pytest.fixture
 def busy(thread):
     """RESULTS large tool results and as many calls, each naming the beacon once (the results answer other calls:
-    a call and its result that both match are one hit, tests/search/test_entries.py)."""
+    a call and its result that both match are one hit, tests/search/test_hit_entries.py)."""
     batch = []
     for i in range(RESULTS):
         batch.append(

@@ -20,7 +20,7 @@ from tests.support.factories import append, make_thread
 from tests.support.search import skip_without_search_extension
 from threadmem.models import Message
 from threadmem.search import search_memory
-from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.answer_caps import WINDOW_CHARS, WINDOW_LEAD
 from threadmem.search.literal.dialects import like_contains, trigram_pattern
 
 pytestmark = [

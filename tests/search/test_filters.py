@@ -18,7 +18,7 @@ from tests.support.semantic import lane_replaced
 from threadmem import services
 from threadmem.models import Message
 from threadmem.search import search_memory
-from threadmem.search.literal.filters import searchable_sql
+from threadmem.search.shared_sql import searchable_sql
 
 # The tests that search run once with each match statement (tests/conftest.py, thread_match); the two that hold
 # the rule itself search nothing, so they run once.

@@ -15,7 +15,7 @@ from threadmem import services
 from threadmem.errors import InvalidInput, NotFound
 from threadmem.models import Message, ToolCall
 from threadmem.search import search_memory
-from threadmem.search.bounded import GLOBAL_RECENT_BYTES, HEADER, SEARCH_COUNT_LIMIT, THREAD_SEARCH_MAX_CHARS
+from threadmem.search.answer_caps import GLOBAL_RECENT_BYTES, HEADER, SEARCH_COUNT_LIMIT, THREAD_SEARCH_MAX_CHARS
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")

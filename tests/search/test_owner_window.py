@@ -1,4 +1,4 @@
-"""An owner's global search reads their newest messages first (literal/match.py, WINDOW) and lists what a scan lists."""
+"""An owner's global search reads their newest messages first (match_sql.py, WINDOW) and lists what a scan lists."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from threadmem import services
 from threadmem.models import Message
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.literal import filters as owner_window
+from threadmem.search.literal import filter_sql as owner_window
 from threadmem.search.literal import plan
 from threadmem.search.literal.plan import MatchPlan
 

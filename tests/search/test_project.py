@@ -19,7 +19,7 @@ from threadmem.lib.projects import project_normal, project_root
 from threadmem.models import Thread
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.ranked import threads
+from threadmem.search.ranked import thread_legend
 
 APP = "/home/dev/src/app"
 SHOP = "/home/dev/src/shop"
@@ -182,7 +182,7 @@ def test_the_ranked_lane_ranks_only_its_projects_threads_and_names_each_ones_pro
     assert f"messageId={ids[shop.channel]} " in in_shop
     assert all(f"messageId={ids[t.channel]} " not in in_shop for t in (app, app_sub, foreign))
     # Each thread's line names its own project (a directory below the one asked for shows which).
-    legend = in_app[in_app.index(threads.HEAD) :]
+    legend = in_app[in_app.index(thread_legend.HEAD) :]
     assert f'- channel="{app.channel}" project="{APP}" "app week"' in legend
     assert f'- channel="{app_sub.channel}" project="{APP}/web"' in legend
     # Without a project: every project of the owner, and the lines as they always were.

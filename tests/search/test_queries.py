@@ -3,7 +3,7 @@
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
 row (1). The windows statement is skipped when nothing matches, and when
 every field the listing may need is small enough to get its window with the
-match (literal/match.py, with_small_windows): 3 or 4 statements whatever the hits. An
+match (literal/match_sql.py, with_small_windows): 3 or 4 statements whatever the hits. An
 operator's global scope needs no statement of its own: the match statement
 leaves out the isolated threads itself. A thread search on PostgreSQL
 matches with a scan of the thread's rows or, in a
@@ -28,9 +28,11 @@ from threadmem import services
 from threadmem.models import ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import run_plan, within_budget
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.hits import candidates_of
+from threadmem.search.literal.literal_search import run_plan
 from threadmem.search.literal.plan import plan_search
+from threadmem.search.statements import within_budget
 
 
 def fill(thread, hits: int, *, small: bool = False) -> None:
@@ -305,7 +307,7 @@ def test_a_described_questions_first_page_cuts_no_window_it_cannot_list(owner, t
     capped = run_plan(plan, start=None, described_max_chars=0)
     listed = run_plan(plan, start=None)
 
-    assert [row.candidate() for row in capped.rows] == [row.candidate() for row in listed.rows]
+    assert candidates_of(capped.rows) == candidates_of(listed.rows)
     assert all(row.position is None for row in capped.rows)
     assert any(row.position for row in listed.rows)
     # A query whose whole text matches keeps its windows whatever the cap.

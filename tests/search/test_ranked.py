@@ -22,7 +22,7 @@ from threadmem.embeddings import static
 from threadmem.models import Chunk
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
+from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
 from threadmem.search.ranked import keyword, lane, lexicon, vectors
 
 pytestmark = pytest.mark.django_db(transaction=True)

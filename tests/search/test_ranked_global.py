@@ -19,8 +19,8 @@ from threadmem.imports.generations import message_grow_imported
 from threadmem.models import EmbeddingProgress, Message
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.literal import WORDS_BY_CURSOR
-from threadmem.search.ranked import lexicon, ranked_results, spread, threads, vectors
+from threadmem.search.answer_caps import WORDS_BY_CURSOR
+from threadmem.search.ranked import lexicon, ranked_results, spread, thread_legend, vectors
 from threadmem.tools.requests import SearchMemoryRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,9 +60,9 @@ def test_a_question_without_a_channel_finds_the_session_and_names_it(owner, sess
 
     assert ranked_ids(owner, QUESTION)[0] == fix.id
     assert f"channel={second.channel}" in part
-    legend = part[part.index(threads.HEAD) :]
+    legend = part[part.index(thread_legend.HEAD) :]
     assert f'channel="{second.channel}" "ci week" first prompt: "{prompt.content}"' in legend
-    headers = [line for line in part[: part.index(threads.HEAD)].splitlines() if line.startswith("--- ")]
+    headers = [line for line in part[: part.index(thread_legend.HEAD)].splitlines() if line.startswith("--- ")]
     shown = {line.split()[-2].removeprefix("channel=") for line in headers}
     named = [line.split('"')[1] for line in legend.splitlines()[1:]]
     assert sorted(named) == sorted(shown)  # the threads of the entries shown, each once
@@ -213,7 +213,7 @@ def test_the_tool_description_says_what_a_default_answer_holds(owner, sessions):
         ("keyword relevance and meaning", "Ranked by keyword relevance and meaning" in part),
         ("each with a score", " score=" in part),
         ("names its thread (channel=...)", f"channel={sessions[1].channel} " in part),
-        ("a closing list says what each thread is", threads.HEAD in part),
+        ("a closing list says what each thread is", thread_legend.HEAD in part),
         ("offers a cursor for its words' literal hits", 'cursor="' in text.split(part)[0]),
     ):
         assert promise in description and found, promise

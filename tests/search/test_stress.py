@@ -10,7 +10,7 @@ from tests.support.search import literal_part_of
 from tests.support.semantic import lane_replaced
 from threadmem import services
 from threadmem.search import search_memory
-from threadmem.search.bounded import (
+from threadmem.search.answer_caps import (
     HEAD_MARK,
     TAIL_MARK,
     THREAD_LITERAL_MAX_CHARS,

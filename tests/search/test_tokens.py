@@ -22,8 +22,10 @@ from threadmem import services
 from threadmem.imports.import_once import import_paths
 from threadmem.lib.terms import query_terms
 from threadmem.models import Message, ToolArgument
-from threadmem.search import database, search_memory
-from threadmem.search.database import TOKENS_VERSION, UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
+from threadmem.search import search_memory
+from threadmem.search.database import capabilities, term_tokens
+from threadmem.search.database.capabilities import TOKENS_VERSION
+from threadmem.search.database.term_tokens import UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
 from threadmem.search.database.token_index import token_indexes_create, token_indexes_drop
 from threadmem.search.literal import plan
 
@@ -63,7 +65,7 @@ def test_a_term_asks_for_what_its_links_and_whole_runs_need_of_a_field(term, que
 
 def test_field_tokens_are_runs_cut_to_the_limit_and_the_link_of_each_two_runs_in_a_row():
     long = "x" + "y" * 40 + "z"
-    runs = {"ab", "cd", "t", long[: database.TOKEN_CHARS]}
+    runs = {"ab", "cd", "t", long[: term_tokens.TOKEN_CHARS]}
     links = {"ba-cd", "dc|t", "t|xyyy", "zyyyyy ab"}
     assert field_tokens("Ab-CD été " + long.upper() + " ab") == runs | links
     assert field_tokens("") == set()
@@ -279,7 +281,7 @@ def test_a_token_index_is_left_unused_while_the_extension_predates_links():
     """At 1.3 an index holds 1.3's lexemes: unused until rebuilt, and only then does the version move."""
     with connection.cursor() as cursor:
         cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.3'")
-    database.forget_probe()
+    capabilities.forget_probe()
     assert not plan.dialect().has_tokens
     unused = "token index: unused (message_content_tokens, toolarg_value_tokens)"
     assert status() == f"{unused}: make pg-extension, then token_index create"
@@ -297,14 +299,14 @@ def test_a_token_index_is_left_unused_while_the_extension_predates_links():
 MIGRATION = importlib.import_module("threadmem.migrations.0022_token_index_default")
 BUILDS = [
     f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} USING gin (threadmem_tokens({column}))"
-    for name, table, column in database.TOKEN_INDEXES
+    for name, table, column in capabilities.TOKEN_INDEXES
 ]
 
 
 def migrate_0022() -> list[str]:
     with CaptureQueriesContext(connection) as queries, connection.schema_editor(atomic=False) as editor:
         MIGRATION.forward(None, editor)
-    database.forget_probe()
+    capabilities.forget_probe()
     return [q["sql"] for q in queries.captured_queries if q["sql"].startswith(("REINDEX", "ALTER", "CREATE", "DROP"))]
 
 
@@ -323,7 +325,7 @@ def test_migration_0022_moves_a_store_with_the_old_index_and_builds_one_where_th
     try:
         with connection.cursor() as cursor:
             cursor.execute("ALTER EXTENSION threadmem_search UPDATE TO '1.3'")
-        database.forget_probe()
+        capabilities.forget_probe()
         assert not plan.dialect().has_tokens
         assert migrate_0022() == [
             "REINDEX INDEX CONCURRENTLY message_content_tokens",

@@ -12,8 +12,9 @@ from tests.support.factories import append
 from tests.support.search import literal_part_of
 from threadmem import services
 from threadmem.models import Message
-from threadmem.search import database, message_context_read, search_memory
-from threadmem.search.bounded import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.search import message_context_read, search_memory
+from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.search.database import capabilities as database
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match", "link_form")]
 

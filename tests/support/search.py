@@ -22,7 +22,7 @@ def choose_plan(scope, dialect):
 
 def newest_first_terms(terms: list[str]) -> frozenset[int]:
     """The terms a global search's content branch reads newest first: words the token statistics call common."""
-    from threadmem.search.database import term_tokens
+    from threadmem.search.database.term_tokens import term_tokens
 
     return frozenset(index for index, told in enumerate(term_tokens(terms, shares=True)) if told.share is not None)
 

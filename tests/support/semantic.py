@@ -12,7 +12,7 @@ from django.db import connections
 from threadmem.embeddings import service as embedding_service
 from threadmem.embeddings import tasks
 from threadmem.search import search_memory, semantic
-from threadmem.search.bounded import SEMANTIC_HEADING
+from threadmem.search.answer_caps import SEMANTIC_HEADING
 
 EVIDENCE = "The postgres replica fell behind the primary by 40 seconds during the nightly backup."
 PARAPHRASE = "database replication lag"

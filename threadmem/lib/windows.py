@@ -8,6 +8,7 @@ Python); these helpers decide the markers from the slice it returns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -48,12 +49,12 @@ def window_from_slice(*, position: int, piece: str, width: int, lead: int) -> Wi
     return Window(start=start, text=piece[:width], cut_before=start > 1, cut_after=len(piece) > width)
 
 
-def min_window_chars(*, field_chars_at_least: int, term_chars: int, width: int, lead: int) -> int:
-    """The fewest characters a window of a hit can show, without knowing where the hit is.
-
-    With the hit at the very end of a field of L characters the window holds
-    min(L, term + lead) characters; anywhere earlier it holds more, up to the
-    width. L is at least the term's length (the field contains it).
-    """
-    field_chars = max(field_chars_at_least, term_chars)
-    return min(width, field_chars, term_chars + lead)
+def windows_from_slices(
+    slices: Iterable[tuple[int | None, str | None]], *, width: int, lead: int
+) -> list[tuple[int, Window] | None]:
+    """``(position, Window)`` for each ``(position, piece)`` the database cut (``window_from_slice``); None where
+    the position is 0 or None: the field no longer matches."""
+    return [
+        (position, window_from_slice(position=position, piece=piece, width=width, lead=lead)) if position else None
+        for position, piece in slices
+    ]

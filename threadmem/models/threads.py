@@ -168,9 +168,9 @@ class Message(models.Model):
         ]
         indexes = [
             models.Index(fields=["thread", "generation", "seq"], name="message_thread_gen_seq"),
-            # A thread's messages newest first: an owner's newest window (search/literal/filters.py, window_sql).
+            # A thread's messages newest first: an owner's newest window (search/literal/filter_sql.py, window_sql).
             models.Index(fields=["thread", "id"], name="message_thread_id"),
-            # A tool-argument hit names its results (search/literal/filters.py).
+            # A tool-argument hit names its results (search/literal/filter_sql.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="message_tool_call"),
             # The few messages of a thread no search shows now: a global ranked lane's filter
             # (search/ranked/spread.py).
@@ -245,7 +245,7 @@ class ToolArgument(models.Model):
         ordering = ["message_id", "call_index", "id"]
         indexes = [
             models.Index(fields=["thread", "message"], name="toolarg_thread_message"),
-            # A hit in a tool result names its call (search/literal/filters.py).
+            # A hit in a tool result names its call (search/literal/filter_sql.py).
             models.Index(fields=["thread", "tool_call_id"], condition=~Q(tool_call_id=""), name="toolarg_tool_call"),
         ]
 

@@ -25,12 +25,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.errors import InvalidInput
 from threadmem.models import Message, ToolCall
-from threadmem.search.bounded import TAIL_MARK, one_line
-from threadmem.search.literal.filters import searchable_sql
+from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS, TAIL_MARK
+from threadmem.search.hit_entries import one_line
 from threadmem.search.log import logged_call
+from threadmem.search.shared_sql import searchable_sql
 from threadmem.selectors import message_get_for
 
-AUDIT_READ_MAX_CHARS = 12_000
 TOOL_CALLS_MAX_CHARS = 4_000
 VIEWS = ("audit",)
 HEADER = "[message_context_read] messageId={id} view=audit"

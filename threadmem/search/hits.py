@@ -1,22 +1,24 @@
 """What a search finds, before it is laid out: candidates, hits, the literal part, and how it was found.
 
 A hit's other half (contract §9) comes back from the statements as three
-columns (``literal/filters.py``, ``link_sql``); ``hit_link`` reads them into
+columns (``literal/filter_sql.py``, ``link_sql``); ``hit_link`` reads them into
 the ``HitLink`` its header and JSON show.
 
-The layout of the answer (caps, markers, which hits are listed) is
-``bounded.py``'s; the statements that find candidates are ``literal/``'s.
+The answer's caps and markers are ``answer_caps.py``'s, its layout (which hits are listed, the text)
+``answer_layout.py``'s; the statements that find candidates are ``literal/``'s.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, NamedTuple
 
+from threadmem.lib.windows import Window
 from threadmem.models import Message
-from threadmem.search.cursor import CursorPosition, listing_key
+from threadmem.search.page_cursor import CursorPosition, listing_key
 
 
 class Coverage(StrEnum):
@@ -62,6 +64,14 @@ class Candidate:
         return listing_key(self.term, self.message_id, self.arg_id)
 
 
+def candidates_of(rows: Iterable[Sequence[Any]]) -> list[Candidate]:
+    """The candidates of a match statement's rows, whose first columns are ``candidate_columns``'."""
+    return [
+        Candidate(term, message_id, arg_id, path, int(min_chars or 0), session_id, generation, role)
+        for term, message_id, arg_id, path, min_chars, session_id, generation, role, *_ in rows
+    ]
+
+
 def candidate_columns(alias: str, *, term: bool = True) -> str:
     """A match branch's columns, ``Candidate``'s fields in order, on ``alias`` (without ``term`` when asked)."""
     names = [f.name for f in fields(Candidate) if f.init and (term or f.name != "term")]
@@ -76,11 +86,11 @@ class Hit:
     role: str
     field: str
     window: str  # as the model reads it, markers included
-    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (literal/filters.py)
+    tool: str | None = None  # the tool of a tool-argument hit or of a tool result's call (literal/filter_sql.py)
     result_message_ids: tuple[int, ...] = ()  # a tool-argument hit: its call's results
     call_message_id: int | None = None  # a hit in a tool result: the message holding its call
     result_chars: tuple[int, ...] = ()  # a tool-argument hit: each result's length in characters
-    arguments: str = ""  # a tool-argument hit: the call's other arguments in brief (bounded.args_brief)
+    arguments: str = ""  # a tool-argument hit: the call's other arguments in brief (hit_entries.args_brief)
     identical_message_ids: tuple[int, ...] = ()  # later hits with the same window, listed in this one
 
 
@@ -94,7 +104,7 @@ class LiteralPart:
     matched_by: MatchedBy = MatchedBy.NONE
     plan: str = ""  # the plan that ran (literal/plan.py MatchPlan); "" when none did (no terms)
     executed: dict[str, Any] | None = None  # the plan that ran, per term, as the tool-call log keeps it
-    next_position: CursorPosition | None = None  # where the next page starts (cursor.py); None: nothing left
+    next_position: CursorPosition | None = None  # where the next page starts (page_cursor.py); None: nothing left
     next_cursor: str | None = None  # the signed next_position, as the more-hits line shows it
 
     @property
@@ -104,6 +114,12 @@ class LiteralPart:
     @property
     def shown(self) -> int:
         return len(self.hits)
+
+
+# A window the database cut for one (field, term): the term's first position
+# and the window; None when the field no longer matches (changed meanwhile).
+WindowKey = tuple[tuple[int, int], int]
+Windows = Mapping[WindowKey, tuple[int, Window] | None]
 
 
 class HitLink(NamedTuple):
@@ -132,6 +148,11 @@ def link_of(tool: str | list[str | None] | None, ids: str | None, arguments: str
     if isinstance(tool, list):
         return Link(*(tool + [None] * 3)[:3])
     return Link(tool, ids, arguments)
+
+
+def links_of(columns: Iterable[tuple[Any, str | None, str | None]]) -> list[Link]:
+    """``link_of`` of each row's three link columns."""
+    return [link_of(*link) for link in columns]
 
 
 def _ids(text: str | None) -> dict[int, int | None]:
@@ -173,3 +194,14 @@ def hit_link(link: Link | None, *, arg_id: int, role: str) -> HitLink | None:
     if link is None or link.tool is None or not link.ids:
         return HitLink(tool=None)
     return HitLink(tool=link.tool, call_message_id=next(iter(_ids(link.ids))))
+
+
+def hit_links(
+    candidates: Iterable[Candidate], links: Mapping[tuple[int, int], Link]
+) -> dict[tuple[int, int], HitLink | None]:
+    """Each listed field's tool and other half as its header and JSON show them (``hit_link``)."""
+    return {
+        key: hit_link(links.get(key), arg_id=candidate.arg_id, role=candidate.role)
+        for candidate in candidates
+        if (key := candidate.field_key) in links or candidate.arg_id or candidate.role == Message.Role.TOOL
+    }

@@ -33,9 +33,9 @@ from threadmem import llm
 from threadmem.db import reading_connection
 from threadmem.embeddings import choice
 from threadmem.scope import SearchScope
-from threadmem.search.literal import is_timeout
 from threadmem.search.ranked import RankedText, ranked_results
 from threadmem.search.ranked.lane import NO_MODEL, error_reason
+from threadmem.search.statements import is_timeout
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def _deadline(scope: SearchScope) -> tuple[float, str, bool]:
     """How long search waits for the lane: (seconds, what it is called in the answer, whether its statements
     are cancelled then).
 
-    A global search answers within a bound, as its literal part does (``literal.within_budget``): the lane
+    A global search answers within a bound, as its literal part does (``statements.within_budget``): the lane
     with an in-process model (the static one, MiniLM) gets RANKED_GLOBAL_BUDGET_MS. A configured model's
     server answers over the network, and so does the chat model writing the memory answer: then the lane has
     THREADMEM_SEMANTIC_DEADLINE.

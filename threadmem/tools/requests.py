@@ -12,9 +12,10 @@ from typing import Any
 
 from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.models import Message
-from threadmem.search.audit import AUDIT_READ_MAX_CHARS, VIEWS
-from threadmem.search.bounded import GLOBAL_CHANNEL, QUERY_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, WINDOW_CHARS
-from threadmem.search.service import CHANNEL_MAX_CHARS, ROLES, TOOL_FILTER_MAX_NAMES, TOOL_NAME_MAX_CHARS
+from threadmem.scope import GLOBAL_CHANNEL
+from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS, QUERY_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, WINDOW_CHARS
+from threadmem.search.audit import VIEWS
+from threadmem.search.search_service import CHANNEL_MAX_CHARS, ROLES, TOOL_FILTER_MAX_NAMES, TOOL_NAME_MAX_CHARS
 from threadmem.tools.declare import ToolRequest, arg
 
 # Something to search for besides spaces and quotes (they are stripped); the schema says so for fuzzers.

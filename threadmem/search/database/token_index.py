@@ -8,7 +8,7 @@ statistics in ``threadmem.search.database``).
 from __future__ import annotations
 
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
-from threadmem.search.database import (
+from threadmem.search.database.capabilities import (
     OLDER_VERSIONS,
     TOKEN_INDEX_NAMES,
     TOKEN_INDEXES,

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.lib.terms import fold, fold_each
-from threadmem.search.bounded import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.search.answer_caps import WINDOW_CHARS, WINDOW_LEAD
 
 
 class Dialect:
@@ -99,7 +99,7 @@ class Dialect:
         """Make the connection ready for the statements below."""
 
     def statement_sql(self, terms: Sequence[str], *, narrow: bool) -> StatementSql:
-        """Every fragment a match statement takes from the dialect, in one call (``match.py`` writes the rest)."""
+        """Every fragment a match statement takes from the dialect, in one call (``match_sql.py`` writes the rest)."""
         patterns = self.patterns(terms)
         return StatementSql(
             [self.term_sql(term, pattern, narrow=narrow) for term, pattern in zip(terms, patterns, strict=True)],
@@ -126,7 +126,7 @@ class Dialect:
 
 
 # The columns a match statement tests: a message's content, a tool argument's value; in scans also the text of
-# the newest messages common words share (match.py, nf).
+# the newest messages common words share (match_sql.py, nf).
 MATCHED_COLUMNS = ("m.content", "a.value")
 SCANNED_COLUMNS = (*MATCHED_COLUMNS, "x.body")
 
@@ -141,7 +141,7 @@ class TermSql(NamedTuple):
 class StatementSql(NamedTuple):
     terms: list[TermSql]
     min_chars: dict[str, str]  # by column: Dialect.min_chars
-    least_window: str  # windows.min_window_chars in SQL, over u.min_chars and t.length
+    least_window: str  # window_walk.min_window_chars in SQL, over u.min_chars and t.length
     window: str  # the window of w.body at w.pos
     position: str  # the term's position in v.body
 

@@ -1,5 +1,5 @@
-"""PostgreSQL: ``threadmem_hit_link``, the lookups of ``filters.link_sql`` as a PL/pgSQL function, created from this
-code by apps.py after every migration, so it never drifts from ``filters.searchable_sql``.
+"""PostgreSQL: ``threadmem_hit_link``, the lookups of ``filter_sql.link_sql`` as a PL/pgSQL function, created from this
+code by apps.py after every migration, so it never drifts from ``filter_sql.searchable_sql``.
 
 The same statements, planned once per connection (PL/pgSQL caches its
 plans) instead of with every search: inline, their planning cost more than
@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from threadmem.models import Message
-from threadmem.search.literal.filters import call_arguments_sql, searchable_sql
+from threadmem.search.literal.filter_sql import call_arguments_sql
+from threadmem.search.shared_sql import searchable_sql
 
 
 def _literal(value: Any) -> str:

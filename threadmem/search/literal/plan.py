@@ -1,5 +1,5 @@
 """How a search matches, decided once: ``plan_search`` returns a ``SearchPlan`` naming the statements' shape and,
-per term, the branch that finds it and why; ``literal_search`` runs it (``run_plan``) and ``match.py`` writes
+per term, the branch that finds it and why; ``literal_search`` runs it (``run_plan``) and ``match_sql.py`` writes
 its SQL without deciding anything.
 
 The plan resolves its inputs itself, once per search, and carries them as
@@ -23,11 +23,12 @@ from enum import StrEnum
 
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import SEARCH_COUNT_LIMIT
-from threadmem.search.database import TermTokens, capabilities, term_tokens
+from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.search.database.capabilities import capabilities
+from threadmem.search.database.term_tokens import TermTokens, term_tokens
 from threadmem.search.literal.dialects import Dialect, PostgresDialect, SqliteDialect
 
-# More threads than this: one lookup each would cost more than the owner's window saves (match.py, "An owner's
+# More threads than this: one lookup each would cost more than the owner's window saves (match_sql.py, "An owner's
 # window").
 OWNER_WINDOW_THREADS_MAX = 1_000
 # The shared newest-first read's rows (Branch.SHARED_NEWEST): this many times what the least common word needs
@@ -53,7 +54,7 @@ class SearchTuning:
     """
 
     # Global search on PostgreSQL: time for the trigram-index path, then for the fallback over the newest
-    # messages, in an idle machine's milliseconds (within_budget in literal/__init__.py).
+    # messages, in an idle machine's milliseconds (statements.within_budget).
     index_budget_ms: int = 45
     recent_budget_ms: int = 30
     # On a loaded machine both are multiplied by the load (statements active in the database or threads runnable
@@ -123,7 +124,7 @@ class MatchPlan(StrEnum):
 
 
 class Branch(StrEnum):
-    """How one term's branches of the match statement find its fields (``match.py`` writes each)."""
+    """How one term's branches of the match statement find its fields (``match_sql.py`` writes each)."""
 
     SCAN = "scan"  # every row of the scope, with a test no index serves
     TRIGRAM = "trigram index"
@@ -214,6 +215,11 @@ def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTunin
     return SearchPlan(kind, reason, planned, scope, resolved, tuning)
 
 
+def scan_plans(terms: Sequence[str]) -> tuple[TermPlan, ...]:
+    """Every term read from the scope's rows: a thread the index could not narrow in time (``run_plan``)."""
+    return tuple(TermPlan(term, Branch.SCAN, "") for term in terms)
+
+
 def index_term_plans(
     scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, window: bool = False
 ) -> tuple[TermPlan, ...]:
@@ -275,7 +281,7 @@ def stream_rows(shares: Iterable[float]) -> int:
 
     Decompressing the newest messages is most of what a common word's
     newest-first branch costs, so two or more such words share one read
-    (``match.py``, ``nf``). It has an end so that the planner reads the id
+    (``match_sql.py``, ``nf``). It has an end so that the planner reads the id
     index backwards instead of the whole table and a sort; a word short of
     hits there goes on in the older messages, so the hits are the same.
     """

@@ -31,8 +31,8 @@ from django.db.models.expressions import RawSQL
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
-from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked import lexicon
+from threadmem.search.shared_sql import in_ids
 
 if TYPE_CHECKING:
     from threadmem.search.ranked.vectors import ScopePieces

@@ -32,9 +32,10 @@ from threadmem.db import reading as connection  # where reads go now (the primar
 from threadmem.embeddings import choice, retrieve, static
 from threadmem.lib.windows import Window
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
-from threadmem.search.literal.filters import in_ids
-from threadmem.search.ranked import keyword, neighbours, spread, threads, vectors
+from threadmem.search.answer_caps import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
+from threadmem.search.hit_entries import one_line
+from threadmem.search.ranked import keyword, neighbours, spread, thread_legend, vectors
+from threadmem.search.shared_sql import in_ids
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
 # meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
@@ -111,7 +112,9 @@ class RankedText(str):
             shown.append(entry)
             used += 1 + len(entry.text)
         legend = list(dict.fromkeys(lines[entry.message_id] for entry in shown if entry.message_id in lines))
-        text = cls("\n".join([head, *(entry.text for entry in shown), *([threads.HEAD, *legend] if legend else [])]))
+        text = cls(
+            "\n".join([head, *(entry.text for entry in shown), *([thread_legend.HEAD, *legend] if legend else [])])
+        )
         text.head, text.entries, text.note, text.thread_lines = head, entries, note, lines
         return text
 
@@ -291,7 +294,9 @@ def ranked_results(
     ]
     lines = {}
     if scope.is_global:
-        by_thread = threads.thread_lines([r.match.thread_id for r in fused], with_project=scope.project is not None)
+        by_thread = thread_legend.thread_lines(
+            [r.match.thread_id for r in fused], with_project=scope.project is not None
+        )
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
     return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note, thread_lines=lines)
 

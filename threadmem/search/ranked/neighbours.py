@@ -17,8 +17,8 @@ from threadmem.db import reading as connection  # where reads go now (the primar
 from threadmem.embeddings import retrieve
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
-from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces
+from threadmem.search.shared_sql import in_ids
 
 NEIGHBOURS_OF = 10
 

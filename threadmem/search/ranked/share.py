@@ -19,7 +19,7 @@ stop at an entry's end, so the whole result is not cut mid-window.
 
 from __future__ import annotations
 
-from threadmem.search.ranked import threads
+from threadmem.search.ranked import thread_legend
 from threadmem.search.ranked.lane import RankedText
 
 # The literal part of a described question's first page: room for its more-hits
@@ -33,7 +33,7 @@ def fit(semantic: str, *, room: int, listed: set[int]) -> str:
     """The ranked lane's text for ``room`` characters; a one-line text (a note) as it is.
 
     In the global scope an entry costs its thread's line too the first time one of its thread is shown
-    (``threads.py``); the lines follow the entries.
+    (``thread_legend.py``); the lines follow the entries.
     """
     if not isinstance(semantic, RankedText):
         return semantic
@@ -50,7 +50,7 @@ def fit(semantic: str, *, room: int, listed: set[int]) -> str:
         new_line = thread_line is not None and thread_line not in legend
         cost = len(entry.text) + (1 if lines else 0)
         if new_line:
-            cost += len(thread_line) + 1 + (0 if legend else len(threads.HEAD) + 1)
+            cost += len(thread_line) + 1 + (0 if legend else len(thread_legend.HEAD) + 1)
         if used + cost > room:
             break
         lines.append(entry.text)
@@ -61,5 +61,5 @@ def fit(semantic: str, *, room: int, listed: set[int]) -> str:
     if not kept and len(semantic.head) + 1 + len(ALL_LISTED) <= room:
         lines.append(ALL_LISTED)
     if legend:
-        lines += [threads.HEAD, *legend]
+        lines += [thread_legend.HEAD, *legend]
     return "\n".join(lines)

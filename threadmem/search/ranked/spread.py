@@ -30,8 +30,8 @@ import numpy as np
 
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
-from threadmem.search.literal.filters import in_ids
 from threadmem.search.ranked.vectors import ScopePieces
+from threadmem.search.shared_sql import in_ids
 
 # A global scope ranked in this process at most: an owner's sessions outgrow a thread's 20,000 pieces long before
 # their keyword index or their vectors (at the static model's 256 dimensions, 60,000 pieces are ~60 MB: the

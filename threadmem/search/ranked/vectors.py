@@ -28,8 +28,8 @@ from threadmem.db import reading as connection  # where reads go now (the primar
 from threadmem.fields import FLOAT32, pgvector_in_use
 from threadmem.models import Chunk
 from threadmem.scope import SearchScope
-from threadmem.search.literal.filters import in_subquery
 from threadmem.search.ranked import warm
+from threadmem.search.shared_sql import in_subquery
 
 CACHE_MAX_PIECES = 20_000
 # Vectors held at most, in bytes, over every scope (the least recently used dropped first; the one just read is kept).

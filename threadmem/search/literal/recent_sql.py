@@ -6,10 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import GLOBAL_RECENT_BYTES, GLOBAL_RECENT_IDS, GLOBAL_RECENT_MESSAGES, SEARCH_COUNT_LIMIT
+from threadmem.search.answer_caps import (
+    GLOBAL_RECENT_BYTES,
+    GLOBAL_RECENT_IDS,
+    GLOBAL_RECENT_MESSAGES,
+    SEARCH_COUNT_LIMIT,
+)
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.filters import scope_sql, searchable_sql
-from threadmem.search.literal.match import ARGUMENT_COLUMNS, CONTENT_COLUMNS, with_small_windows
+from threadmem.search.literal.filter_sql import scope_sql
+from threadmem.search.literal.match_sql import ARGUMENT_COLUMNS, CONTENT_COLUMNS, with_small_windows
+from threadmem.search.shared_sql import searchable_sql
 
 
 def recent_match_sql(

@@ -8,8 +8,8 @@ its channel (``share.fit`` lists the lines of the threads it shows).
 from __future__ import annotations
 
 from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
-from threadmem.search.bounded import one_line
-from threadmem.search.literal.filters import in_ids, searchable_sql
+from threadmem.search.hit_entries import one_line
+from threadmem.search.shared_sql import in_ids, searchable_sql
 
 HEAD = 'Threads of these results (call again with channel="…" to search one alone):'
 TITLE_CHARS = 60

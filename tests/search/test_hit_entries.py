@@ -7,7 +7,7 @@ import pytest
 from tests.support.factories import append
 from tests.support.search import literal_part_of
 from threadmem.search import search_memory
-from threadmem.search.entries import ARGUMENTS_MAX_CHARS
+from threadmem.search.hit_entries import ARGUMENTS_MAX_CHARS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
 

@@ -1,7 +1,7 @@
 """One listed entry of the literal part (contract §2, §9): its header line (where the hit is, its tool and other
 half, its call's other arguments in brief, the messages whose hits had the same window) and its window.
 
-Pure: ``bounded.py`` decides which entries are listed and counts their length.
+Pure: ``answer_layout.py`` decides which entries are listed and counts their length.
 """
 
 from __future__ import annotations
@@ -11,7 +11,17 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from threadmem.search.answer_caps import HIT_HEADER
 from threadmem.search.hits import Candidate, Hit, HitLink
+
+# Control characters -> a space (str.translate: a search formats a header per candidate).
+_CONTROL_TO_SPACE = dict.fromkeys([*range(32), 127], " ")
+
+
+def one_line(text: str) -> str:
+    """A value shown inside a header line: control characters would break the layout."""
+    return text.translate(_CONTROL_TO_SPACE)
+
 
 # A header names at most this many result ids (JSON hits carry them all).
 RESULT_IDS_IN_HEADER = 5
@@ -21,14 +31,6 @@ ARGUMENT_VALUE_CHARS = 40
 ARGUMENTS_MAX_CHARS = 160
 # A header names at most this many messages whose windows were the same (JSON hits carry them all).
 IDENTICAL_IDS_IN_HEADER = 8
-
-# Control characters -> a space (str.translate: a search formats a header per candidate).
-_CONTROL_TO_SPACE = dict.fromkeys([*range(32), 127], " ")
-
-
-def one_line(text: str) -> str:
-    """A value shown inside a header line: control characters would break the layout."""
-    return text.translate(_CONTROL_TO_SPACE)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -86,11 +88,14 @@ def identical_suffix(message_ids: Sequence[int]) -> str:
 
 def hit_header(candidate: Candidate, suffix: str = "", *, field_name: str | None = None) -> str:
     """The hit's header line; ``suffix`` names its tool and other half (``link_suffix``)."""
-    session = one_line(candidate.session_id) or "-"
-    return (
-        f"--- messageId={candidate.message_id} sessionId={session} generation={candidate.generation} "
-        f"role={candidate.role} field={one_line(field_name or candidate.field_name)}{suffix}"
+    header = HIT_HEADER.format(
+        message_id=candidate.message_id,
+        session=one_line(candidate.session_id) or "-",
+        generation=candidate.generation,
+        role=candidate.role,
+        field=one_line(field_name or candidate.field_name),
     )
+    return header + suffix
 
 
 # The field of a call's entry whose window is its result's content (the call's argument matched too).

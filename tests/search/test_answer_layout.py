@@ -1,9 +1,9 @@
-"""The pure half of search_memory: listing, counting and the merge (threadmem/search/bounded.py)."""
+"""The pure half of search_memory: listing, counting and the merge (threadmem/search/answer_layout.py)."""
 
 from __future__ import annotations
 
 from tests.support.windows import window_around
-from threadmem.search.bounded import (
+from threadmem.search.answer_caps import (
     HEADER,
     SEMANTIC_HEADING,
     THREAD_LITERAL_MAX_CHARS,
@@ -11,13 +11,10 @@ from threadmem.search.bounded import (
     TRUNCATED_LINE,
     WINDOW_CHARS,
     WINDOW_LEAD,
-    Candidate,
-    entries_budget,
-    header_lines,
-    literal_part,
-    merge,
 )
-from threadmem.search.literal.windows import fields_to_window
+from threadmem.search.answer_layout import entries_budget, header_lines, literal_part, merge
+from threadmem.search.hits import Candidate
+from threadmem.search.window_walk import fields_to_window
 
 
 def candidate(term: int, message_id: int, *, arg_id: int = 0, path: str = "", chars: int = 100) -> Candidate:
@@ -76,7 +73,7 @@ def test_it_merges_a_word_hit_inside_a_listed_window_and_counts_it_once():
 
 def test_it_lists_in_order_until_the_cap_and_counts_the_rest_truly():
     terms = ["needle"]
-    # Each window its own text (identical windows are one entry: test_entries.py).
+    # Each window its own text (identical windows are one entry: test_hit_entries.py).
     texts = {(i, 0): "x" * 30_000 + f"needle {i:03d}" + "x" * 30_000 for i in range(1, 121)}
     candidates = [candidate(0, i, chars=60_010) for i in range(120, 0, -1)]
     pairs = fields_to_window(candidates, terms, budget=entries_budget(120, bounded=False))

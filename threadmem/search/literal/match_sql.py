@@ -5,7 +5,7 @@ text leaves the database only in the windows of small fields that could be
 listed (``with_small_windows``). Which statement runs, and each term's
 branch, is the plan's choice (``plan.py``): this module writes it, deciding
 nothing and running nothing. It takes the fragments every branch needs once
-per statement (``Dialect.statement_sql``, ``filters.statement_filters``),
+per statement (``Dialect.statement_sql``, ``filter_sql.statement_filters``),
 writes one ``UNION ALL`` branch per term and field kind (``union_sql``), and
 wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
 
@@ -21,7 +21,7 @@ wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
   several common words, since decompressing them is most of the cost
   (``stream_sql``);
 * ``WINDOW``: the owner's newest messages first (``ow``,
-  ``filters.window_sql``), every searchable message of the scope from some
+  ``filter_sql.window_sql``), every searchable message of the scope from some
   id on; the term's index branches then read only older messages, and only
   while the window holds at most SEARCH_COUNT_LIMIT of its hits.
 
@@ -35,58 +35,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadmem.scope import SearchScope
-from threadmem.search.bounded import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
-from threadmem.search.database import TOKEN_CANDIDATES, UNINDEXED_QUERY
+from threadmem.search.answer_caps import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
+from threadmem.search.database.capabilities import TOKEN_CANDIDATES
+from threadmem.search.database.term_tokens import UNINDEXED_QUERY
 from threadmem.search.hits import candidate_columns
 from threadmem.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
-from threadmem.search.literal.filters import StatementFilters, statement_filters
-from threadmem.search.literal.plan import Branch, TermPlan, index_term_plans
+from threadmem.search.literal.filter_sql import StatementFilters, statement_filters
+from threadmem.search.literal.plan import Branch, TermPlan
 
 Sql = tuple[str, list[Any]]
 
 
-def index_match_sql(
-    scope: SearchScope,
-    terms: Sequence[str],
-    dialect: Dialect,
-    *,
-    spelled: Mapping[int, str] | None = None,
-    start: tuple[int, int, int] | None = None,
-    window: bool = False,
-    planned: Sequence[TermPlan] | None = None,
-    described_max_chars: int | None = None,
-) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope through the indexes, each term as ``planned`` says (default:
-    ``plan.index_term_plans``, with the owner's window when ``window``); ``spelled``: as ``union_sql``."""
-    if planned is None:
-        planned = index_term_plans(scope, terms, dialect, window=window)
-    return _match_sql(scope, planned, dialect, spelled=spelled, start=start, described_max_chars=described_max_chars)
-
-
-def scan_match_sql(
-    scope: SearchScope,
-    terms: Sequence[str],
-    dialect: Dialect,
-    *,
-    start: tuple[int, int, int] | None = None,
-    described_max_chars: int | None = None,
-) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope by reading the scope's rows (``Dialect.scan_matches``)."""
-    planned = [TermPlan(term, Branch.SCAN, "") for term in terms]
-    return _match_sql(scope, planned, dialect, spelled=None, start=start, described_max_chars=described_max_chars)
-
-
-def _match_sql(
+def match_sql(
     scope: SearchScope,
     planned: Sequence[TermPlan],
     dialect: Dialect,
     *,
-    spelled: Mapping[int, str] | None,
-    start: tuple[int, int, int] | None,
+    spelled: Mapping[int, str] | None = None,
+    start: tuple[int, int, int] | None = None,
     described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
-    """Every (term, field) match in the scope, each term's branches as its ``TermPlan.branch`` says, in listing
-    order with the small fields' windows."""
+    """Every (term, field) match in the scope, each term's branches as its ``TermPlan.branch`` says (a scan
+    reads the scope's rows, ``Dialect.scan_matches``; the others go through the indexes), in listing order with
+    the small fields' windows. ``spelled``: as ``union_sql``."""
     terms = [term.term for term in planned]
     sql = dialect.statement_sql(terms, narrow=not scope.is_global)
     filters = statement_filters(scope, dialect, window=any(term.branch == Branch.WINDOW for term in planned))
@@ -235,7 +206,7 @@ def with_small_windows(
     counted from it. ``described_max_chars``: the cap when no row matches the
     whole query, for a described question's first page (``literal_search`` decides).
     """
-    # ``sql``, ``filters``: the match statement's, else the same here (recent.py).
+    # ``sql``, ``filters``: the match statement's, else the same here (recent_sql.py).
     sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
     filters = filters or statement_filters(scope, dialect)
     cost = f"{HEADER_CHARS_AT_LEAST} + {sql.least_window}"

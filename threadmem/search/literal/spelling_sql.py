@@ -3,16 +3,19 @@ threadmem_search (``MatchPlan.SPELLED_INDEX``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
-from threadmem.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.scope import SearchScope
 from threadmem.search.literal.dialects import Dialect
-from threadmem.search.literal.filters import searchable_sql
+from threadmem.search.shared_sql import searchable_sql
 
 
-def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, sample_bytes: int) -> dict[int, str]:
-    """PostgreSQL: how the thread's newest content spells each ASCII term, for the terms found there.
+def spellings_sql(
+    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, sample_bytes: int
+) -> tuple[str, list[Any]] | None:
+    """PostgreSQL: the statement that reads how the thread's newest content spells each ASCII term (``spellings``
+    reads its rows); None when no term has a spelling to learn.
 
     The index path re-checks every candidate row with the regex, which reads
     the whole field: when a term fills a
@@ -36,7 +39,7 @@ def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, sam
         (index, needle, len(term)) for index, term in enumerate(terms) if (needle := dialect.needle(term)) is not None
     ]
     if not wanted or not sample_bytes:
-        return {}
+        return None
     searchable, searchable_params = searchable_sql("m")
     statement = (
         "WITH sample AS MATERIALIZED (SELECT CASE WHEN octet_length(n.content) > %s "
@@ -58,6 +61,9 @@ def spellings(scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, sam
         budget,
         *(list(column) for column in zip(*wanted, strict=True)),
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
-        return {term: spelled for term, spelled in cursor.fetchall() if spelled}
+    return statement, params
+
+
+def spellings(rows: Iterable[Sequence[Any]]) -> dict[int, str]:
+    """The spellings statement's rows: each term found in the sample, by index, as the thread spells it."""
+    return {term: spelled for term, spelled in rows if spelled}

@@ -14,12 +14,13 @@ from threadmem.lib.validate import check_text
 from threadmem.models import Message, ToolCall
 from threadmem.scope import resolve_scope
 from threadmem.search import ranked, semantic
-from threadmem.search.bounded import QUERY_MAX_CHARS, header_lines, merge, semantic_room
-from threadmem.search.cursor import cursor_read, cursor_sign
+from threadmem.search.answer_caps import QUERY_MAX_CHARS
+from threadmem.search.answer_layout import header_lines, merge, semantic_room
 from threadmem.search.hits import Coverage, Hit, MatchedBy
-from threadmem.search.literal import literal_search
+from threadmem.search.literal.literal_search import literal_search
 from threadmem.search.log import logged_call
-from threadmem.search.observe import search_observed
+from threadmem.search.page_cursor import cursor_read, cursor_sign
+from threadmem.search.search_metrics import search_observed
 from threadmem.services import CHANNEL_MAX_CHARS  # the channel grammar's (services._check_channel)
 
 # The tool filter: at most this many names, each a stored tool name's length at most.
@@ -39,7 +40,7 @@ class SearchResult:
     stopped_early: bool = False  # global scope: not everything was searched in time (bounded.COVERAGE_LINES)
     coverage: Coverage = Coverage.ALL  # the global scope may cover less (hits.Coverage)
     matched_by: MatchedBy = MatchedBy.NONE  # the literal part's match statement
-    next_cursor: str | None = None  # the cursor of the next page (cursor.py); None when nothing is left
+    next_cursor: str | None = None  # the cursor of the next page (page_cursor.py); None when nothing is left
 
 
 def _check_query(query: Any) -> str:

@@ -1,11 +1,10 @@
 """What every literal statement takes from the scope, as SQL: which messages it may show, the scope's threads,
-search_memory's filters, an owner's newest messages (``window_sql``), and a hit's other half looked up under the
-same rules. Where the two databases spell a set or a list of ids differently, both spellings are here (``in_ids``,
-``in_subquery``, ``sized_id_list``); how each matches a term is ``dialects.py``'s.
+search_memory's filters (``role_tool_sql``), an owner's newest messages (``window_sql``), and a hit's other half
+looked up under the same rules. Which messages are searchable and a set of ids are ``shared_sql.py``'s (the ranked
+lane writes them too); how each database matches a term is ``dialects.py``'s.
 
-``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL and
 ``scope_sql`` is ``SearchScope.q`` as SQL; tests/search/test_filters.py holds
-every search path to the same rows as those definitions.
+every search path to the same rows as that definition.
 
 A hit's other half (contract §9: a tool-argument hit's tool and results, a
 tool result's tool and call) is three columns (``link_sql``) that a
@@ -32,47 +31,17 @@ reads the columns back.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from threadmem.models import Message
 from threadmem.scope import SearchScope
 from threadmem.search.literal.dialects import Dialect
+from threadmem.search.shared_sql import in_ids, in_subquery, searchable_sql
 
 # Enough for a word in a fifth of the owner's window to pass SEARCH_COUNT_LIMIT hits,
 # cheap enough for a rare one (docs/search.md, "An owner's window").
 OWNER_WINDOW_MESSAGES = 1_000
 OWNER_WINDOW_BYTES = 4_000_000
-
-
-def searchable_sql(alias: str) -> tuple[str, list[Any]]:
-    """``Message.objects.searchable()`` as SQL on message alias ``alias`` (tests pin the two together)."""
-    return (
-        f"{alias}.kind = %s AND {alias}.model_visible = %s AND {alias}.isolated = %s "
-        f"AND {alias}.superseded_by_id IS NULL",
-        [Message.Kind.MESSAGE, True, False],
-    )
-
-
-def in_ids(vendor: str, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
-    """``column`` is one of ``ids``, as one parameter whatever their number."""
-    if vendor == "postgresql":
-        # One array literal: the driver quotes a string at once, where it would
-        # adapt a list element by element (a caller's readable threads).
-        return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
-    return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
-
-
-def in_subquery(vendor: str, column: str, subquery: str) -> str:
-    """``column`` is one of the values ``subquery`` selects."""
-    if vendor == "postgresql":
-        # The subquery runs once, as an array (an InitPlan), before the scan:
-        # the planner keeps the plans it makes for a constant array (an IN
-        # would become a hashed subplan, which reads a common word's rows by
-        # id order: docs/search.md).
-        return f"{column} = ANY(ARRAY({subquery}))"
-    return f"{column} IN ({subquery})"
 
 
 def sized_id_list(vendor: str, column: str, body: str) -> str:
@@ -124,53 +93,56 @@ def _tool_names(scope: SearchScope) -> tuple[str, list[Any]]:
     return ", ".join(["%s"] * len(scope.tools)), [name.lower() for name in scope.tools]
 
 
-def hit_filter_sql(scope: SearchScope, *, message: str, argument: str | None = None) -> tuple[str, list[Any]]:
-    """search_memory's ``tool`` and ``role`` filters on a match branch's rows ("1 = 1" without filters).
+# search_memory's ``tool`` filter, one rule for every alias: a tool argument passes when its call is one of the
+# tools; a message's content passes as a tool result of one of them, through its call's argument rows ``tf``
+# (the (thread, tool_call_id) index).
+def _named(alias: str, names: str) -> str:
+    return f"lower({alias}.tool_name) IN ({names})"
 
-    ``argument``: the branch matches tool arguments (alias ``argument``),
-    which pass when their call is one of the tools; a content branch's
-    message passes as a tool result of one of them (through its call's
-    argument rows, the (thread, tool_call_id) index).
+
+def _result_of_call(message: str) -> tuple[str, list[Any], str]:
+    """A tool result's condition on ``message``, its params, and the join to its call's argument rows ``tf``."""
+    joined = f"tf.thread_id = {message}.thread_id AND tf.tool_call_id = {message}.tool_call_id"
+    return f"{message}.role = %s AND {message}.tool_call_id <> ''", [Message.Role.TOOL], joined
+
+
+def role_tool_sql(
+    scope: SearchScope, *, message: str | None = None, argument: str | None = None, candidates: str | None = None
+) -> tuple[str, list[Any]]:
+    """search_memory's ``tool`` and ``role`` filters ("1 = 1" without filters), on one of:
+
+    * a match branch's rows: message alias ``message`` and, when the branch
+      matches tool arguments, argument alias ``argument``;
+    * a statement's candidate rows (``candidates``: message_id, arg_id,
+      role), for the branches that do not filter themselves (the newest
+      messages, an owner's window).
     """
     clauses: list[str] = []
     params: list[Any] = []
     if scope.role:
-        clauses.append(f"{message}.role = %s")
+        clauses.append(f"{candidates or message}.role = %s")
         params.append(scope.role)
     if scope.tools:
         names, names_params = _tool_names(scope)
-        if argument is not None:
-            clauses.append(f"lower({argument}.tool_name) IN ({names})")
+        if candidates is not None:
+            result, result_params, joined = _result_of_call("tm")
+            clauses.append(
+                f"(CASE WHEN {candidates}.arg_id <> 0 THEN EXISTS (SELECT 1 FROM threadmem_toolargument tf "
+                f"WHERE tf.id = {candidates}.arg_id AND {_named('tf', names)}) "
+                f"ELSE EXISTS (SELECT 1 FROM threadmem_message tm JOIN threadmem_toolargument tf ON {joined} "
+                f"WHERE tm.id = {candidates}.message_id AND {result} AND {_named('tf', names)}) END)"
+            )
+            params += [*names_params, *result_params, *names_params]
+        elif argument is not None:
+            clauses.append(_named(argument, names))
             params += names_params
         else:
+            result, result_params, joined = _result_of_call(message)
             clauses.append(
-                f"({message}.role = %s AND {message}.tool_call_id <> '' AND EXISTS (SELECT 1 FROM "
-                f"threadmem_toolargument tf WHERE tf.thread_id = {message}.thread_id "
-                f"AND tf.tool_call_id = {message}.tool_call_id AND lower(tf.tool_name) IN ({names})))"
+                f"({result} AND EXISTS (SELECT 1 FROM threadmem_toolargument tf WHERE {joined} "
+                f"AND {_named('tf', names)}))"
             )
-            params += [Message.Role.TOOL, *names_params]
-    return " AND ".join(clauses) or "1 = 1", params
-
-
-def candidate_filter_sql(scope: SearchScope, alias: str) -> tuple[str, list[Any]]:
-    """The same filters on a statement's candidate rows (``alias``: message_id, arg_id, role), for the branches
-    that do not apply ``hit_filter_sql`` themselves (the newest messages, an owner's window)."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    if scope.role:
-        clauses.append(f"{alias}.role = %s")
-        params.append(scope.role)
-    if scope.tools:
-        names, names_params = _tool_names(scope)
-        clauses.append(
-            f"(CASE WHEN {alias}.arg_id <> 0 THEN EXISTS (SELECT 1 FROM threadmem_toolargument tf "
-            f"WHERE tf.id = {alias}.arg_id AND lower(tf.tool_name) IN ({names})) "
-            "ELSE EXISTS (SELECT 1 FROM threadmem_message tm JOIN threadmem_toolargument tf "
-            "ON tf.thread_id = tm.thread_id AND tf.tool_call_id = tm.tool_call_id "
-            f"WHERE tm.id = {alias}.message_id AND tm.role = %s AND tm.tool_call_id <> '' "
-            f"AND lower(tf.tool_name) IN ({names})) END)"
-        )
-        params += [*names_params, Message.Role.TOOL, *names_params]
+            params += [*result_params, *names_params]
     return " AND ".join(clauses) or "1 = 1", params
 
 
@@ -188,13 +160,13 @@ class StatementFilters(NamedTuple):
 
 
 def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = False) -> StatementFilters:
-    """Every filter a match statement takes, in one call (``match.py``); ``window``: a term reads the owner's
+    """Every filter a match statement takes, in one call (``match_sql.py``); ``window``: a term reads the owner's
     window."""
     return StatementFilters(
-        _and(scope_sql(scope, dialect, message="m"), hit_filter_sql(scope, message="m")),
-        _and(scope_sql(scope, dialect, message="m", argument="a"), hit_filter_sql(scope, message="m", argument="a")),
+        _and(scope_sql(scope, dialect, message="m"), role_tool_sql(scope, message="m")),
+        _and(scope_sql(scope, dialect, message="m", argument="a"), role_tool_sql(scope, message="m", argument="a")),
         searchable_sql("m"),
-        candidate_filter_sql(scope, "u"),
+        role_tool_sql(scope, candidates="u"),
         # Only the rows that get a window and may be a tool's: a user's message costs no lookup.
         link_sql(
             scope,
@@ -210,7 +182,7 @@ def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = Fa
 def window_sql(scope: SearchScope) -> tuple[str, list[Any]]:
     """The CTE ``ow``: the owner's newest searchable messages, newest first, up to the window's caps: the newest
     OWNER_WINDOW_MESSAGES of each thread (the (thread, id) index), the newest of those overall, up to
-    OWNER_WINDOW_BYTES of content (``match.py``, "WINDOW").
+    OWNER_WINDOW_BYTES of content (``match_sql.py``, "WINDOW").
 
     Its rows come out newest first as they are fetched (the ids sorted first,
     each row then joined in that order), and PostgreSQL runs a CTE only as far
@@ -253,7 +225,7 @@ class LinkSql(NamedTuple):
 
 
 # A call's arguments in brief (contract §9): its first few top-level keys, each key and value cut to this many
-# characters in the database (one more, so the header can tell a cut value); bounded.args_brief lays them out.
+# characters in the database (one more, so the header can tell a cut value); hit_entries.args_brief lays them out.
 ARGUMENT_KEYS_MAX = 12
 ARGUMENT_CHARS = 48
 
