@@ -1,5 +1,5 @@
-"""The tools' declarations (threadmem.tools) as drf-spectacular sees them: a body serializer, query parameters,
-and the answers' serializers (``threadmem.search.answers``).
+"""The tools' declarations (threadmem.features.tools) as drf-spectacular sees them: a body serializer, query parameters,
+and the answers' serializers (``threadmem.features.search.answers``).
 
 Only the OpenAPI document reads these: the views check keys against the declaration and the
 domain checks values, so what the schema says and what is refused come from one place; the
@@ -13,8 +13,8 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field
 from rest_framework import serializers
 
-from threadmem.search.answers import Key
-from threadmem.tools import Arg, ToolRequest
+from threadmem.features.search.answers import Key
+from threadmem.features.tools import Arg, ToolRequest
 
 
 def _body_field(name: str, spec: Arg, *, required: bool) -> serializers.Field:
@@ -92,6 +92,6 @@ def _answer_field(key: Key) -> serializers.Field:
 
 
 def answer_serializer(shape: tuple[Key, ...], name: str) -> type[serializers.Serializer]:
-    """An answer's shape (``threadmem.search.answers``) as a serializer, for ``extend_schema(responses=...)``."""
+    """An answer's shape (``search/answers.py``) as a serializer, for ``extend_schema(responses=...)``."""
     fields = {key.name: _answer_field(key) for key in shape}
     return type(name, (serializers.Serializer,), {"__module__": __name__, **fields})

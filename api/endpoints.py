@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from api.serializers import ErrorSerializer
-from threadmem import selectors
+from threadmem.domain import selectors
 from threadmem.models import Thread
 
 CHANNEL_PARAMETER = OpenApiParameter(

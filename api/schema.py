@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from api.serializers import SPACE_CHARS
+from threadmem.domain.scope import GLOBAL_CHANNEL
 from threadmem.lib.terms import TRIGRAM_RUN
-from threadmem.scope import GLOBAL_CHANNEL
 
 # Bodies whose view refuses a key it does not know (``require_keys``); a multipart form ignores extra fields.
 OPEN_BODIES = {"ImportRequest"}

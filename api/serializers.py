@@ -2,7 +2,7 @@
 
 Output serializers render rows. The ``*Request`` serializers describe request
 bodies for the OpenAPI schema only: the rules for incoming data live in
-``threadmem.services`` (``message_parse``, ``thread_create`` …) so the REST
+``threadmem.domain.services`` (``message_parse``, ``thread_create`` …) so the REST
 API, the console and agent turns all enforce the same ones.
 """
 
@@ -13,15 +13,15 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from threadmem.lib.projects import PROJECT_MAX_CHARS
-from threadmem.models import Deletion, Message, Thread
-from threadmem.services import (
+from threadmem.domain.services import (
     CHANNEL_MAX_CHARS,
     CHANNEL_RESERVED_LAST_SEGMENTS,
     ID_FIELD_MAX_CHARS,
     MAX_ROW_ID,
     TITLE_MAX_CHARS,
 )
+from threadmem.lib.projects import PROJECT_MAX_CHARS
+from threadmem.models import Deletion, Message, Thread
 
 # Python's whitespace (what str.strip removes) and control characters (category Cc), spelled out for patterns:
 # \s means something else in each regex engine.

@@ -2,8 +2,8 @@
 
 As in ``api/serializers.py``, output serializers render results and the
 ``*Request`` serializers only describe bodies for the OpenAPI schema; search's
-comes from the tool's declaration, the answers' from theirs (``threadmem.search.answers``),
-and the rules for input live in ``threadmem.search``.
+comes from the tool's declaration, the answers' from theirs (``threadmem.features.search.answers``),
+and the rules for input live in ``threadmem.features.search``.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from rest_framework import serializers
 
 from api.declared import answer_serializer, request_serializer
 from api.serializers import ReadOnlyModelSerializer
+from threadmem.features.search.answers import AUDIT_READ, SEARCH_RESULT
+from threadmem.features.tools import SearchMemoryRequest
 from threadmem.models import ToolCall
-from threadmem.search.answers import AUDIT_READ, SEARCH_RESULT
-from threadmem.tools import SearchMemoryRequest
 
-# search_memory's body, from the tool's declaration (threadmem/tools/requests.py).
+# search_memory's body, from the tool's declaration (threadmem/features/tools/requests.py).
 SearchRequest = request_serializer(SearchMemoryRequest, "SearchRequest")
 
 
-# The answers, from their one declaration (threadmem/search/answers.py).
+# The answers, from their one declaration (threadmem/features/search/answers.py).
 SearchResultSerializer = answer_serializer(SEARCH_RESULT, "SearchResultSerializer")
 AuditReadSerializer = answer_serializer(AUDIT_READ, "AuditReadSerializer")
 

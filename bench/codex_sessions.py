@@ -21,9 +21,9 @@ def codex_throughput(
     *, claude_files: list[Path], folder: Path, runs: int, repeat: int, user: Any, cleanup: Callable[[], None]
 ) -> float:
     """Import the sessions and their rollouts, taking turns; print messages/s of each, answer codex/claude-code."""
-    from threadmem.imports.file_import import FileImport
-    from threadmem.imports.import_once import statistics_refresh
-    from threadmem.imports.report import ImportReport
+    from threadmem.features.imports.file_import import FileImport
+    from threadmem.features.imports.import_once import statistics_refresh
+    from threadmem.features.imports.report import ImportReport
 
     codex_files = write_rollouts(claude_files, folder)
     sides = {"claude-code": claude_files, "codex": codex_files}

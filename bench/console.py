@@ -119,7 +119,7 @@ def main() -> None:
     from django.urls import reverse
 
     from console.selectors import CONTENT_PAGE_CHARS, MESSAGES_PER_PAGE
-    from threadmem import services
+    from threadmem.domain import services
     from threadmem.models import Message, Thread
 
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]

@@ -66,7 +66,7 @@ def lane_memory() -> str:
     """What the process keeps for the lane now, and its peak resident size."""
     import resource
 
-    from threadmem.search.ranked import lexicon, spread, vectors
+    from threadmem.features.search.ranked import lexicon, spread, vectors
 
     held = sum(h.matrix.nbytes + h.ids.nbytes + h.messages.nbytes for h in vectors._held.values())
     indexed = sum(kept.bytes() for kept in lexicon._kept.values())

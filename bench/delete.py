@@ -50,7 +50,7 @@ TEXT = "the staging rollout of the billing service stalled on migration 0042 whi
 
 
 def build(owner, channel: str, messages: int):
-    from threadmem import services
+    from threadmem.domain import services
 
     thread = services.thread_create(owner=owner, channel=channel)
     rng = random.Random(7)
@@ -63,7 +63,7 @@ def build(owner, channel: str, messages: int):
 def appends_until(stop: threading.Event, thread, latencies: list[float]) -> None:
     from django.db import connection
 
-    from threadmem import services
+    from threadmem.domain import services
 
     parsed = services.messages_parse({"role": "user", "content": "an append beside the delete"})
     try:
@@ -76,7 +76,7 @@ def appends_until(stop: threading.Event, thread, latencies: list[float]) -> None
 
 
 def run_once(owner, messages: int, run: int) -> tuple[float, list[float], dict]:
-    from threadmem.erase.thread_delete import thread_delete
+    from threadmem.features.erase.thread_delete import thread_delete
     from threadmem.models import Thread
 
     big = build(owner, f"bench:delete:big:{run}", messages)
@@ -132,7 +132,7 @@ def start_worker(log: str):
 def background_done(worker: bool) -> None:
     """Until the embedding runs the appends queued have ended (in this process, or on the worker)."""
     if not worker:
-        from threadmem.embeddings.tasks import wait_for_background
+        from threadmem.features.embeddings.tasks import wait_for_background
 
         wait_for_background(timeout=300)
         return

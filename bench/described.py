@@ -151,9 +151,9 @@ def turns(sample: dict) -> list[dict]:
 
 def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
     """Each conversation as a thread (once); answer {channel: {dia_id: message id}}."""
-    from threadmem import services
-    from threadmem.embeddings import choice, tasks
-    from threadmem.embeddings import service as embedding_service
+    from threadmem.domain import services
+    from threadmem.features.embeddings import choice, tasks
+    from threadmem.features.embeddings import thread_embedding as embedding_service
     from threadmem.models import Message, Thread
 
     ids: dict[str, dict[str, int]] = {}
@@ -185,8 +185,8 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
 
 def load_sessions(user, data: Path) -> list[str]:
     """The real agent sessions as more threads of the same owner (imported once; reruns reuse them)."""
-    from threadmem.embeddings import tasks
-    from threadmem.imports.import_once import import_paths
+    from threadmem.features.embeddings import tasks
+    from threadmem.features.imports.import_once import import_paths
 
     paths = sorted(p for p in data.glob("*.jsonl") if p.is_file()) if data.is_dir() else []
     if not paths:
@@ -198,8 +198,8 @@ def load_sessions(user, data: Path) -> list[str]:
 
 def warm_up(asker) -> str:
     """Read the asker's global scope once, as the first search of a process does; how long it took."""
-    from threadmem.scope import resolve_scope
-    from threadmem.search.ranked import ranked_results
+    from threadmem.domain.scope import resolve_scope
+    from threadmem.features.search.ranked import ranked_results
 
     started = time.perf_counter()
     ranked_results(scope=resolve_scope(user=asker, channel=None), query="warm up", terms=["warm up"])
@@ -226,8 +226,8 @@ def lane_of(mode: str):
     from functools import partial
     from unittest import mock
 
-    from threadmem.search import semantic
-    from threadmem.search.ranked import ranked_results
+    from threadmem.features.search import semantic
+    from threadmem.features.search.ranked import ranked_results
 
     if mode == "keyword":
         return mock.patch.object(semantic, "ranked_results", partial(ranked_results, meaning_on=False))
@@ -241,7 +241,7 @@ def lane_of(mode: str):
 def ask(
     user, channel: str, sample: dict, ids: dict[str, int], mode: str, frequency: dict[str, int], *, scope: str
 ) -> Stats:
-    from threadmem.search import search_memory
+    from threadmem.features.search import search_memory
 
     stats = Stats()
     for qa in sample["qa"]:
@@ -286,7 +286,9 @@ def main() -> None:
     django.setup()
     import logging
 
-    logging.getLogger("threadmem.search.semantic").setLevel(logging.ERROR)  # the answers count the lane out of time
+    logging.getLogger("threadmem.features.search.semantic").setLevel(
+        logging.ERROR
+    )  # the answers count the lane out of time
     from django.contrib.auth import get_user_model
 
     samples = json.loads(args.locomo.read_text())

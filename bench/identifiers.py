@@ -9,7 +9,7 @@ generation (one the agent compacted), the identifiers (IDENTIFIER below:
 paths, hosts and IP addresses, uuids, hex ids, version strings, issue ids)
 that occur in exactly one of its tool outputs are collected; the bench
 prints which share of them the agent's summary still contains, and which
-share one ``threadmem.search.search_memory`` call (channel = the imported
+share one ``threadmem.features.search.search_memory`` call (channel = the imported
 thread, the identifier as the query) finds: the very tool output named by
 the answer (a hit, a later identical one listed with it, or the result of a
 hit in its call's arguments); the same with ``role="tool"`` for those the
@@ -75,9 +75,9 @@ def identifiers_in(text: str) -> set[tuple[str, str]]:
 
 def measure(path: Path, user, *, fmt: str, examples: int, misses: bool = False) -> dict:
     """Import the file into a thread of its own; per closed generation, its outputs' identifiers beside its summary."""
-    from threadmem.imports.import_once import import_paths
+    from threadmem.features.imports.import_once import import_paths
+    from threadmem.features.search import search_memory
     from threadmem.models import Generation, Message, Thread
-    from threadmem.search import search_memory
 
     channel = f"{CHANNEL_PREFIX}{fmt}:{path.stem}"
     import_paths(paths=[path], fmt=fmt, owner=user, channel=channel)

@@ -10,7 +10,7 @@ Throughput: the shared sessions (``<repo>/../shared/data/claude-code``, the
 four main session files; subagent files are forks and left out) are
 imported, run after run, beside the same messages appended through the API:
 
-* import: ``threadmem.imports.import_paths`` on each file, as
+* import: ``threadmem.features.imports.import_paths`` on each file, as
   ``manage.py import_sessions`` runs it: reading the file, parsing the
   records, merging streamed messages, batches of 500 through
   ``services.messages_store`` (COPY), the generation boundary and Claude
@@ -120,9 +120,9 @@ def bench_user() -> Any:
 
 def api_bodies(path: Path) -> list[bytes]:
     """The messages the importer makes of the file, as API batch bodies (the importer's batch size)."""
-    from threadmem.imports.claude_code import ClaudeCodeParser
-    from threadmem.imports.file_import import BATCH_SIZE
-    from threadmem.imports.records import Boundary, Msg, Summary, read_complete_lines
+    from threadmem.features.imports.claude_code import ClaudeCodeParser
+    from threadmem.features.imports.file_import import BATCH_SIZE
+    from threadmem.features.imports.records import Boundary, Msg, Summary, read_complete_lines
 
     parser = ClaudeCodeParser()
     items = []
@@ -160,9 +160,9 @@ def api_bodies(path: Path) -> list[bytes]:
 
 def import_files(files: list[Path], *, user: Any, channel_of: dict[Path, str]) -> int:
     """What ``import_paths`` does over a folder (each file, then ANALYZE once), each file on its own channel."""
-    from threadmem.imports.file_import import FileImport
-    from threadmem.imports.import_once import statistics_refresh
-    from threadmem.imports.report import ImportReport
+    from threadmem.features.imports.file_import import FileImport
+    from threadmem.features.imports.import_once import statistics_refresh
+    from threadmem.features.imports.report import ImportReport
 
     report = ImportReport()
     for path in files:
@@ -271,7 +271,7 @@ def _status_kb(field: str) -> int:
 
 def measure_memory(path: Path) -> None:
     """In a fresh process: import one file, print what it took and the RSS high-water mark as JSON."""
-    from threadmem.imports.import_once import import_paths
+    from threadmem.features.imports.import_once import import_paths
 
     user = bench_user()
     before = _status_kb("VmRSS")

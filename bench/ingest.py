@@ -278,8 +278,8 @@ def main() -> None:
         print(f"  {side}: {SIDE_DESCRIPTIONS[side]}")
     print("sides take turns batch by batch in the same tables (the order rotating); rates in messages/s")
 
-    from threadmem.search.database.capabilities import capabilities
-    from threadmem.search.database.token_index import token_indexes_create, token_indexes_drop
+    from threadmem.features.search.database.capabilities import capabilities
+    from threadmem.features.search.database.token_index import token_indexes_create, token_indexes_drop
 
     # The default configuration (the token index, migration 0022) beside the same store without it, run by run.
     both = capabilities().tokens_function
@@ -304,7 +304,7 @@ def main() -> None:
         db_conn.close()
         if both:
             token_indexes_create()  # the default configuration, whatever run stopped
-        from threadmem.embeddings import tasks
+        from threadmem.features.embeddings import tasks
 
         tasks.wait_for_background()  # the appends' embedding runs (the static model) end before their rows go
         Message.objects.filter(thread_id__in=made).delete()
@@ -334,7 +334,7 @@ def main() -> None:
 
 def run_sides(client, user, db_conn, batches, bodies, label: str, rates: dict[str, list[float]]) -> list[int]:
     """One run: every batch through each side, the sides' order rotating; the threads it made."""
-    from threadmem import services
+    from threadmem.domain import services
 
     batch_size = len(batches[0])
     per_run = len(batches) * batch_size

@@ -90,7 +90,7 @@ def prefill() -> tuple[dict[str, list[str]], str]:
     from django.db import connection
     from rest_framework.authtoken.models import Token
 
-    from threadmem import services
+    from threadmem.domain import services
 
     call_command("migrate", "--noinput", verbosity=0)
     rng = random.Random(7)

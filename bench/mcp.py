@@ -59,7 +59,7 @@ def seed() -> str:
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from threadmem import services
+    from threadmem.domain import services
     from threadmem.models import Thread
 
     User = get_user_model()

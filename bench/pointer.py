@@ -122,8 +122,8 @@ def is_prompt(record: dict) -> bool:
 
 def replay(name: str, order: str, folder: Path) -> dict:
     """The session written again up to its compaction, hook by hook; the pointer SessionStart(compact) printed."""
-    from threadmem.compaction.pointer import compaction_pointer
-    from threadmem.imports.catalogue import session_thread
+    from threadmem.features.compaction.pointer import compaction_pointer
+    from threadmem.features.imports.catalogue import session_thread
 
     session_id = f"{name[:8]}-{order.replace(' ', '-')}"
     lines = [raw.replace(name, session_id) for raw in (DATA / f"{name}.jsonl").read_text().splitlines() if raw]
@@ -162,8 +162,8 @@ def replay(name: str, order: str, folder: Path) -> dict:
 
 
 def measure(name: str, order: str, folder: Path) -> dict:
-    from threadmem.compaction.pointer import generation_touched
-    from threadmem.search import search_memory
+    from threadmem.features.compaction.pointer import generation_touched
+    from threadmem.features.search import search_memory
 
     done = replay(name, order, folder)
     pointer, user = done["pointer"], _user()

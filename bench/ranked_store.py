@@ -21,7 +21,7 @@ about ... ?"): no literal hit for the whole query, one for many of its words.
 Per scope it prints p50/p95/p99 of the whole tool (``search_memory``), of the
 literal part (the same call with no ranked lane), and of the lane alone
 (``ranked_results`` on the resolved scope, no budget), and how many answers
-said the lane ran out of time (a global one: threadmem/search/semantic.py, RANKED_GLOBAL_BUDGET_MS).
+said the lane ran out of time (a global one: threadmem/features/search/semantic.py, RANKED_GLOBAL_BUDGET_MS).
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def prepare(extra_threads: int) -> None:
     """Embed the subset above with the static model (threads already embedded are skipped)."""
     from django.db import connection
 
-    from threadmem.embeddings import service, static
+    from threadmem.features.embeddings import static
+    from threadmem.features.embeddings import thread_embedding as service
     from threadmem.models import Thread
 
     model = static.STATIC_MODEL
@@ -133,9 +134,9 @@ def figures(label: str, samples: list[float]) -> str:
 
 
 def measure_scope(label: str, *, user, channel: str | None, asked: list[str]) -> list[float]:
-    from threadmem.scope import resolve_scope
-    from threadmem.search import search_memory, semantic
-    from threadmem.search.ranked.lane import ranked_results
+    from threadmem.domain.scope import resolve_scope
+    from threadmem.features.search import search_memory, semantic
+    from threadmem.features.search.ranked.lane import ranked_results
 
     scope = resolve_scope(user=user, channel=channel)
     whole, literal, lane, out_of_time, listed = [], [], [], 0, []

@@ -109,7 +109,7 @@ def setup() -> tuple:
 
 
 def import_sessions(user, data: Path) -> list[str]:
-    from threadmem.imports.import_once import import_paths
+    from threadmem.features.imports.import_once import import_paths
 
     paths = sorted(p for p in data.glob("*.jsonl") if p.is_file())
     if not paths:
@@ -122,7 +122,8 @@ def import_sessions(user, data: Path) -> list[str]:
 def embed_now(channels: list[str]) -> None:
     """Finish the sessions' embeddings before asking: the import queued them on a background thread, and a
     first run racing it would measure a ranked lane that a second run has whole."""
-    from threadmem.embeddings import choice, service, tasks
+    from threadmem.features.embeddings import choice, tasks
+    from threadmem.features.embeddings import thread_embedding as service
     from threadmem.models import Thread
 
     tasks.wait_for_background(timeout=600)
@@ -238,7 +239,7 @@ class Measures:
 def measure(
     user, thread, split: Split, identities: list[str], associations: list[tuple[str, str]], max_calls: int
 ) -> Measures:
-    from threadmem.search import search_memory
+    from threadmem.features.search import search_memory
 
     measures = Measures()
     identity, association, blind = measures.identity, measures.association, measures.blind

@@ -37,7 +37,7 @@ class ToolCalls:
         self.most = 0
 
     def __call__(self, name: str, arguments: dict) -> str:
-        from threadmem.tools import run_tool
+        from threadmem.features.tools import run_tool
 
         self.calls += 1
         text = run_tool(name=name, arguments=arguments, user=self.user, default_channel=self.channel, surface="api")
@@ -55,7 +55,7 @@ def scripted_search(
     in the hit's ``args:``) before partial ones.
     """
     from threadmem.errors import DomainError
-    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
+    from threadmem.features.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
 
     call = ToolCalls(user, channel)
     queue: list[int] = []
@@ -119,7 +119,7 @@ def blind_search(user, channel: str, is_old: IsOld, path: str, line: str, max_ca
     it reads next. No second page: past the first, only a narrower query helps.
     It cannot tell a partial read from a whole one (its fourth answer is 0).
     """
-    from threadmem.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
+    from threadmem.features.tools import MESSAGE_CONTEXT_READ, SEARCH_MEMORY
 
     call = ToolCalls(user, channel)
     text = call(SEARCH_MEMORY, {"query": path, "channel": channel})

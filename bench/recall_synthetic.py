@@ -47,8 +47,8 @@ def _call_and_result(call_id: str, tool: str, arguments: dict, output: str) -> l
 
 def build(user) -> tuple[str, list[tuple[str, str]], list[str]]:
     """(channel, association cases (path, line), identity cases)."""
-    from threadmem import services
-    from threadmem.imports.generations import generation_summary_imported
+    from threadmem.domain import services
+    from threadmem.features.imports.generations import generation_summary_imported
     from threadmem.models import Thread
 
     Thread.objects.filter(channel=CHANNEL).delete()

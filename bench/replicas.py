@@ -70,7 +70,7 @@ def fill() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from threadmem import services
+    from threadmem.domain import services
 
     call_command("migrate", "--noinput", verbosity=0)
     rng = random.Random(7)
@@ -100,10 +100,10 @@ def phase() -> None:
     from django.contrib.auth import get_user_model
     from django.db import connections
 
-    from threadmem import metrics, services
-    from threadmem.infrastructure import replicas
+    from threadmem.domain import services
+    from threadmem.features.tools import tool_answer
+    from threadmem.infrastructure import metrics, replicas
     from threadmem.models import Thread
-    from threadmem.tools import tool_answer
 
     users = {user.pk: user for user in get_user_model().objects.all()}
     threads = list(Thread.objects.filter(channel__startswith="replicas:").values_list("owner_id", "channel"))

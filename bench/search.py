@@ -26,7 +26,7 @@ the floor). Then thread search in ordinary threads of the store (median, 90th
 and 99th percentile size), with the statement search picks for them (a scan
 of the thread) beside the trigram indexes forced. Global rows say whether the
 index answered, or the search fell back to the newest messages / ran out of
-its time budget (threadmem/search/literal/plan.py), and whether the answer
+its time budget (threadmem/features/search/literal/plan.py), and whether the answer
 is "complete": the hits and the count an exhaustive search (a scan of every
 message, ``SearchTuning.path`` scan) gives for the same query. Each global
 class runs in the default configuration (the token index) and with search not
@@ -108,7 +108,7 @@ def tuned(**knobs):
     """Literal search's tuning changed for the block (search/literal/plan.py, ``TUNING``), then as before."""
     from dataclasses import replace
 
-    from threadmem.search.literal import plan
+    from threadmem.features.search.literal import plan
 
     before = plan.TUNING
     plan.TUNING = replace(before, **knobs)
@@ -126,9 +126,9 @@ def ordinary_threads(runs: int) -> None:
     """
     from django.db import connection
 
+    from threadmem.features.search import search_memory
+    from threadmem.features.search.literal import plan
     from threadmem.models import Thread
-    from threadmem.search import search_memory
-    from threadmem.search.literal import plan
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -167,7 +167,7 @@ def exhaustive_verdict(result, query: str, user) -> str:
     The exhaustive search is ``SearchTuning.path`` scan, which reads the
     global scope to the end with no time budget (seconds at a million messages).
     """
-    from threadmem.search import search_memory
+    from threadmem.features.search import search_memory
 
     with tuned(path="scan"):
         exhaustive = search_memory(user=user, query=query)
@@ -185,11 +185,11 @@ def thread_scope(runs: int, owner, stress) -> None:
     """The stress thread (search_memory beside the baselines), then ordinary threads of the store."""
     import re
 
+    from threadmem.domain.scope import resolve_scope
+    from threadmem.features.search import search_memory
+    from threadmem.features.search.literal.literal_search import literal_search
     from threadmem.lib.terms import fold
     from threadmem.models import Message, ToolArgument
-    from threadmem.scope import resolve_scope
-    from threadmem.search import search_memory
-    from threadmem.search.literal.literal_search import literal_search
 
     def fetch_and_scan(term: str) -> int:
         needle = re.compile(re.escape(term), re.IGNORECASE)
@@ -250,8 +250,8 @@ def measure(runs: int, *, global_only: bool = False) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from threadmem.features.search import search_memory
     from threadmem.models import Thread
-    from threadmem.search import search_memory
 
     User = get_user_model()
     owner = User.objects.get(username="bench-owner-0")  # owns the stress thread
@@ -288,7 +288,7 @@ def measure(runs: int, *, global_only: bool = False) -> None:
         ("common word, as an owner (1% of threads)", "error", other_owner),
         (f"uncommon word, as an owner {words['uncommon']!r}", words["uncommon"], other_owner),
     ]
-    from threadmem.search.database.capabilities import capabilities
+    from threadmem.features.search.database.capabilities import capabilities
 
     # The default configuration (the token index, migration 0022) and the same store with search not using it.
     configurations = {"default": True, "no token index": False} if capabilities().token_indexes else {"default": True}

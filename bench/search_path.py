@@ -60,7 +60,7 @@ def _ensure_database(url: str) -> None:
 def _seed():
     from django.contrib.auth import get_user_model
 
-    from threadmem import services
+    from threadmem.domain import services
     from threadmem.models import Thread
 
     users = get_user_model()
@@ -129,7 +129,7 @@ def trace(run, entry, *, to_match: bool = False) -> list[tuple[str, str]]:
 
 
 def _name(module: str) -> str:
-    """``search/literal/plan`` for threadmem/search/literal/plan.py, ``api/views/memory``, ``search/literal``."""
+    """``search/literal/plan`` for threadmem/features/search/literal/plan.py, ``api/views/memory``."""
     path = Path(module).with_suffix("")
     parts = path.parts[1:] if path.parts[0] == "threadmem" else path.parts
     return "/".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -176,8 +176,8 @@ def _surfaces(user):
 
     from api.views.threads import JSONAPIView
     from mcp_server import server
-    from threadmem.scope import resolve_scope
-    from threadmem.search.literal import literal_search as literal
+    from threadmem.domain.scope import resolve_scope
+    from threadmem.features.search.literal import literal_search as literal
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")

@@ -44,9 +44,9 @@ def capture(url: str, *, path: str = "auto") -> list[list[str]]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from threadmem.scope import resolve_scope
-    from threadmem.search.literal import plan
-    from threadmem.search.literal.literal_search import literal_search
+    from threadmem.domain.scope import resolve_scope
+    from threadmem.features.search.literal import plan
+    from threadmem.features.search.literal.literal_search import literal_search
 
     plan.TUNING = replace(plan.TUNING, path=plan.SearchPath(path))
     user = search_path._seed()

@@ -14,7 +14,7 @@ message a draw around one subject (about ten messages per subject, cosine
 A query is another draw around a random subject: its ten nearest messages
 are the ones about the same thing, which is what recall@10 then measures.
 
-What it prints, for ``threadmem.embeddings.retrieve.nearest`` as search
+What it prints, for ``threadmem.features.embeddings.retrieve.nearest`` as search
 calls it (the scope's filter, the join to messages and threads, collapsing
 by message), over --queries queries:
 
@@ -118,7 +118,7 @@ def load_vectors(conn: psycopg.Connection) -> None:
 
 
 def build_index(conn: psycopg.Connection) -> None:
-    from threadmem.embeddings.service import index_expression
+    from threadmem.features.embeddings.thread_embedding import index_expression
 
     conn.execute("SET maintenance_work_mem = '4GB'")
     started = time.perf_counter()
@@ -136,9 +136,9 @@ def measure(queries: int) -> None:
     from django.db import connection
     from django.db.models import Count
 
-    from threadmem.embeddings.retrieve import nearest
+    from threadmem.domain.scope import resolve_scope
+    from threadmem.features.embeddings.retrieve import nearest
     from threadmem.models import Thread
-    from threadmem.scope import resolve_scope
 
     User = get_user_model()
     operator = User.objects.filter(is_staff=True).first() or User.objects.create_user("bench-operator", is_staff=True)

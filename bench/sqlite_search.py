@@ -187,7 +187,7 @@ def measure(runs: int) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from threadmem.search import search_memory
+    from threadmem.features.search import search_memory
 
     User = get_user_model()
     operator = User.objects.get(username="bench-operator")

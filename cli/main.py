@@ -45,7 +45,7 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
     from django.core.management import call_command
 
-    from threadmem.demo import admin_ensure
+    from threadmem.features.demo import admin_ensure
 
     call_command("database")
     call_command("migrate", interactive=False, verbosity=0)
@@ -75,8 +75,8 @@ def import_(args: argparse.Namespace) -> int:
     from django.core.management import call_command
     from django.core.management.base import CommandError
 
-    from threadmem.demo import ADMIN_USERNAME, admin_ensure
-    from threadmem.imports.found import AGENT_FOLDERS, agent_folders
+    from threadmem.features.demo import ADMIN_USERNAME, admin_ensure
+    from threadmem.features.imports.found import AGENT_FOLDERS, agent_folders
 
     paths = args.paths or agent_folders()
     if not paths:

@@ -19,11 +19,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.THREADMEM_WSGI_THREADS)
 
 from mcp_server.http import MCPHTTPApp  # noqa: E402  (after Django is set up)
-from threadmem.metrics import asgi_counted  # noqa: E402
+from threadmem.infrastructure.metrics import asgi_counted  # noqa: E402
 
 mcp_application = MCPHTTPApp()
 MCP_PATH = "/mcp"
-# Django counts its own requests (threadmem.metrics.request_metrics_middleware); MCP's are counted here.
+# Django counts its own requests (threadmem.infrastructure.metrics.request_metrics_middleware); MCP's are counted here.
 mcp_counted = asgi_counted(mcp_application, "mcp")
 
 

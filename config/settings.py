@@ -101,8 +101,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: counts every answer, the ones the middleware below gives included (threadmem/metrics.py).
-    "threadmem.metrics.request_metrics_middleware",
+    # First: counts every answer, the ones the middleware below gives included (threadmem/infrastructure/metrics.py).
+    "threadmem.infrastructure.metrics.request_metrics_middleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -245,7 +245,7 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["api.permissions.SchemaAccess"],
     # Messages and deletions both have a "kind": each its own enum.
     "ENUM_NAME_OVERRIDES": {
-        "MessageKindEnum": "threadmem.models.threads.Message.Kind",
+        "MessageKindEnum": "threadmem.models.history.Message.Kind",
         "DeletionKindEnum": "threadmem.models.audit.Deletion.Kind",
     },
     "POSTPROCESSING_HOOKS": [
@@ -298,16 +298,16 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY")
 THREADMEM_CHAT_MODEL = env_str("THREADMEM_CHAT_MODEL")
 THREADMEM_EMBEDDING_MODEL = env_str("THREADMEM_EMBEDDING_MODEL")
 THREADMEM_LLM_TIMEOUT = env_float("THREADMEM_LLM_TIMEOUT", 60.0, minimum=0.1)
-# Agent turns (threadmem/agent.py): the most model calls one turn makes before
+# Agent turns (threadmem/features/agent.py): the most model calls one turn makes before
 # it stops and says so; each call may run several tool calls.
 THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 
 # --- Search -------------------------------------------------------------------
-# The ranked lane (contract §12, threadmem/search/ranked): with no embedding model
+# The ranked lane (contract §12, threadmem/features/search/ranked): with no embedding model
 # configured, messages are embedded with the static model shipped inside the
-# wordllama package (threadmem/embeddings/static.py, never downloaded); false:
+# wordllama package (threadmem/features/embeddings/static.py, never downloaded); false:
 # no static vectors, and without a configured model no ranked lane. "minilm": the
-# sentence-embedding model shipped in packages instead (threadmem/embeddings/minilm.py),
+# sentence-embedding model shipped in packages instead (threadmem/features/embeddings/minilm.py),
 # the static one still the fallback where those packages are missing.
 THREADMEM_MINILM_EMBEDDINGS = env_str("THREADMEM_STATIC_EMBEDDINGS").strip().lower() == "minilm"
 THREADMEM_STATIC_EMBEDDINGS = THREADMEM_MINILM_EMBEDDINGS or env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
@@ -315,10 +315,10 @@ THREADMEM_STATIC_EMBEDDINGS = THREADMEM_MINILM_EMBEDDINGS or env_bool("THREADMEM
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)
 # With a chat model: it writes a short answer from the ranked lane's best messages,
-# citing their messageIds, above them (one model call per search; threadmem/search/semantic.py).
+# citing their messageIds, above them (one model call per search; threadmem/features/search/semantic.py).
 THREADMEM_MEMORY_ANSWER = env_bool("THREADMEM_MEMORY_ANSWER", False)
 # The literal search's tuning is benchmark work, not configuration: constants in
-# threadmem/search/literal/plan.py (SearchTuning).
+# threadmem/features/search/literal/plan.py (SearchTuning).
 
 # MCP: also send each tool's outputSchema and, beside the text, structuredContent (the REST JSON). Off by
 # default: Claude Code hands the model the structuredContent instead of the text, and it repeats every
@@ -400,7 +400,7 @@ OAUTH2_PROVIDER = {
 # addresses only, for clients on the owner's machine (RFC 8252), the rest must be https.
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
 
-# --- Imports (threadmem/imports/) ---------------------------------------------
+# --- Imports (threadmem/features/imports/) ---------------------------------------------
 # Where API uploads wait for their task: workers must see the same folder.
 THREADMEM_IMPORT_DIR = Path(env_str("THREADMEM_IMPORT_DIR") or DATA_DIR / "var" / "imports")
 # Uploads up to this size import inside the request; larger ones in a Celery task.
@@ -408,7 +408,7 @@ IMPORT_INLINE_MAX_BYTES = 1024 * 1024
 # A larger upload answers 413, and what was written of it is deleted.
 THREADMEM_IMPORT_MAX_BYTES = env_int("THREADMEM_IMPORT_MAX_BYTES", 256 * 1024 * 1024, minimum=1)
 
-# --- Compaction (threadmem/compaction/) ---------------------------------------
+# --- Compaction (threadmem/features/compaction/) ---------------------------------------
 # The most characters one summary call sends the model; longer generations are
 # chunked and summarized hierarchically.
 THREADMEM_SUMMARY_INPUT_CHARS = env_int("THREADMEM_SUMMARY_INPUT_CHARS", 60_000, minimum=2_000)
@@ -430,7 +430,7 @@ COMPACTION_DISPATCH_TIMEOUT = 60
 CELERY_BEAT_SCHEDULE = {
     "compaction-sweep": {"task": "threadmem.compaction.sweep", "schedule": float(COMPACTION_SWEEP_SECONDS)}
 }
-# --- Retention (threadmem/erase/retention.py) ------------------------------------
+# --- Retention (threadmem/features/erase/retention.py) ------------------------------------
 # Threads idle for longer than this many days are deleted, hourly, with their forks; 0 (the default) keeps them all.
 # At most a hundred years (also for `retention --days`): a cutoff before year 1 is past what a datetime holds.
 RETENTION_MAX_DAYS = 36_500
@@ -438,13 +438,13 @@ THREADMEM_RETENTION_DAYS = env_int("THREADMEM_RETENTION_DAYS", 0, maximum=RETENT
 if THREADMEM_RETENTION_DAYS:
     CELERY_BEAT_SCHEDULE["retention"] = {"task": "threadmem.erase.retention", "schedule": 3600.0}
 # A thread deletion stopped half way (a process killed, the database gone) is finished this often, whether or not
-# retention is on (threadmem/erase/thread_delete.py).
+# retention is on (threadmem/features/erase/thread_delete.py).
 ERASE_SWEEP_SECONDS = 300
 CELERY_BEAT_SCHEDULE["erase-sweep"] = {
     "task": "threadmem.erase.sweep",
     "schedule": float(ERASE_SWEEP_SECONDS),
 }
-# --- Embeddings (threadmem/embeddings/) -------------------------------------------
+# --- Embeddings (threadmem/features/embeddings/) -------------------------------------------
 # Celery beat queues an embedding run this often for each thread with messages not embedded yet (their
 # tasks never reached a worker: the broker was down, or lost them); a thread whose run made progress
 # within this time is left to it.
@@ -454,7 +454,7 @@ CELERY_BEAT_SCHEDULE["embeddings-sweep"] = {
     "schedule": float(EMBEDDINGS_SWEEP_SECONDS),
 }
 # Registered by workers when they start, not by every process that loads Django (a capture hook starts fast).
-CELERY_IMPORTS = ["threadmem.erase.tasks"]
+CELERY_IMPORTS = ["threadmem.features.erase.tasks"]
 
 
 def broker_transport_options(visibility_timeout: int) -> dict[str, int]:

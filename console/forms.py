@@ -7,9 +7,9 @@ from typing import Any
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 
+from threadmem.domain.selectors import is_operator
 from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.models import ToolCall
-from threadmem.selectors import is_operator
 
 YES_NO = [("", "any"), ("yes", "yes"), ("no", "no")]
 

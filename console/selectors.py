@@ -33,12 +33,12 @@ from django.db.models.functions import Cast, Coalesce, Length, Substr
 from django.http import Http404
 
 from console.calls import CallView, attach_calls_of_results, attach_results, attach_tool_calls
-from threadmem import selectors as domain_selectors
+from threadmem.domain import selectors as domain_selectors
+from threadmem.domain.render import message_data
+from threadmem.domain.scope import project_sql
 from threadmem.errors import DomainError
 from threadmem.lib.projects import project_normal
 from threadmem.models import Compaction, EmbeddingProgress, Generation, IsolationEvent, Message, Thread, ToolCall
-from threadmem.render import message_data
-from threadmem.scope import project_sql
 
 THREADS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100

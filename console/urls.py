@@ -4,7 +4,7 @@ from django.contrib.auth.views import LogoutView
 from django.urls import path, register_converter
 
 from console import views
-from threadmem.services import MAX_ROW_ID
+from threadmem.domain.services import MAX_ROW_ID
 
 app_name = "console"
 

@@ -30,14 +30,14 @@ from console import selectors
 from console.charts import chars_chart
 from console.forms import IsolationForm, SearchForm, StaffAuthenticationForm, ThreadFilterForm, ToolCallFilterForm
 from oauth.tokens import connectors_of, revoke_connector
-from threadmem import services
-from threadmem.compaction.compacting import compaction_request
+from threadmem.domain import services
+from threadmem.domain.selectors import generation_list_for, is_operator
 from threadmem.errors import DomainError
+from threadmem.features.compaction.compacting import compaction_request
+from threadmem.features.search import message_context_read, search_memory
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import Compaction, Deletion, Message, Thread, ToolCall
-from threadmem.search import message_context_read, search_memory
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
-from threadmem.selectors import generation_list_for, is_operator
 
 View = Callable[..., HttpResponse]
 FilterForm = ThreadFilterForm | ToolCallFilterForm

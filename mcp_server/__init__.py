@@ -1,7 +1,7 @@
 """The MCP server (contract §10): threadmem's two memory tools for any MCP client.
 
 A surface beside the REST API and the console: it calls the same domain
-functions (through ``threadmem.tools``) and imports neither of them.
+functions (through ``threadmem.features.tools``) and imports neither of them.
 
 - ``tools.py``: the tool list (fixed order, annotations, schemas) and one call → ``CallToolResult``.
 - ``server.py``: the SDK's low-level ``Server``, handlers that run the sync domain in a worker thread.

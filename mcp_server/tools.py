@@ -1,4 +1,4 @@
-"""The MCP tools: the tools' declarations (threadmem.tools) with MCP's names, hints and output schemas.
+"""The MCP tools: the tools' declarations (threadmem.features.tools) with MCP's names, hints and output schemas.
 
 The input schemas come from the same declaration as the OpenAI function schemas agent turns
 send, so an argument declared there reaches MCP clients with no change here. MCP spells
@@ -14,9 +14,9 @@ import mcp_types as types
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
+from threadmem.features.search.answers import AUDIT_READ_SCHEMA, SEARCH_RESULT_SCHEMA
+from threadmem.features.tools import REQUESTS, MessageContextReadRequest, SearchMemoryRequest, ToolRequest, tool_answer
 from threadmem.models import ToolCall
-from threadmem.search.answers import AUDIT_READ_SCHEMA, SEARCH_RESULT_SCHEMA
-from threadmem.tools import REQUESTS, MessageContextReadRequest, SearchMemoryRequest, ToolRequest, tool_answer
 
 DECLARED: dict[str, type[ToolRequest]] = {request.name: request for request in REQUESTS}
 # MCP's spelling of an argument -> the declared one, per tool.

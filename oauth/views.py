@@ -30,8 +30,8 @@ from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
 from oauth.registration import UNUSED_CLIENTS_MAX, RegistrationThrottle, room_for_a_client
 from oauth.resource import MCP_PATH, RESOURCE_METADATA_PATH, base_url_of, mcp_resource, same_resource
+from threadmem.domain.selectors import is_operator
 from threadmem.lib.storable import text_problem
-from threadmem.selectors import is_operator
 
 REGISTRATION_OFF = (
     "dynamic client registration is off on this server (THREADMEM_OAUTH_REGISTRATION=false): "

@@ -49,7 +49,7 @@ def _report_open_sessions() -> None:
 def held_vectors():
     """Each test starts with nothing the ranked lane keeps (search/ranked/: vectors, keyword indexes, a global
     scope's pieces): a flushed test database may number its threads and pieces again."""
-    from threadmem.search.ranked import lexicon, spread, vectors
+    from threadmem.features.search.ranked import lexicon, spread, vectors
 
     vectors.clear()
     lexicon.clear()
@@ -78,8 +78,8 @@ def thread(owner) -> Thread:
 @pytest.fixture
 def token_indexes(db):
     """The token indexes (on by default: migration 0022), analysed in the test's transaction."""
-    from threadmem.search.database.capabilities import forget_probe
-    from threadmem.search.database.token_index import token_indexes_create
+    from threadmem.features.search.database.capabilities import forget_probe
+    from threadmem.features.search.database.token_index import token_indexes_create
 
     skip_without_search_extension()
     with connection.cursor() as cursor:
@@ -92,8 +92,8 @@ def token_indexes(db):
 @pytest.fixture
 def without_token_indexes(db):
     """A store without the token indexes (``token_index drop``), for the test's transaction only."""
-    from threadmem.search.database.capabilities import forget_probe
-    from threadmem.search.database.token_index import token_indexes_drop
+    from threadmem.features.search.database.capabilities import forget_probe
+    from threadmem.features.search.database.token_index import token_indexes_drop
 
     token_indexes_drop()
     yield
@@ -102,7 +102,7 @@ def without_token_indexes(db):
 
 # The ways a thread search may match: on PostgreSQL a scan of the thread's
 # rows, or the trigram indexes, with the thread's spelling of a term tried
-# first when its newest content has it (threadmem/search/literal/plan.py); with
+# first when its newest content has it (threadmem/features/search/literal/plan.py); with
 # threadmem's own extension (pg/, "fast-"), a scan or the indexes with its
 # functions and operator. SQLite has one.
 THREAD_MATCH_PATHS = (
@@ -115,7 +115,7 @@ def tune(monkeypatch):
     """Literal search's tuning for one test: ``tune(index_budget_ms=60_000)`` (search/literal/plan.py, TUNING)."""
     from dataclasses import replace
 
-    from threadmem.search.literal import plan
+    from threadmem.features.search.literal import plan
 
     def set_knobs(**knobs) -> None:
         monkeypatch.setattr(plan, "TUNING", replace(plan.TUNING, **knobs))
@@ -211,7 +211,7 @@ def static_embeddings_off(settings):
 @pytest.fixture
 def static_model(settings):
     """The ranked lane with the static model, as a fresh install runs it (no model server)."""
-    from threadmem.embeddings import tasks
+    from threadmem.features.embeddings import tasks
 
     settings.OPENAI_BASE_URL = ""
     settings.OPENAI_API_KEY = ""

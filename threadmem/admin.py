@@ -4,7 +4,7 @@ Isolation is read-only here: every toggle goes through
 ``services.thread_set_isolated``/``message_set_isolated`` (the console or the
 API), so the audit trail never misses one. The logs (tool calls, isolation
 events, deletions) are read-only records. Nothing is deleted here: a deletion goes
-through ``threadmem.erase`` (the API, the commands), which removes what derives
+through ``threadmem.features.erase`` (the API, the commands), which removes what derives
 from the rows too and records it. Foreign keys are raw ids: a select box with a
 million messages would never render.
 """

@@ -11,7 +11,7 @@ def after_migrate(**kwargs) -> None:
     Also (re)creates search's PL/pgSQL link function from the code that runs
     (search/literal/link_function.py), so it follows that code's filters.
     """
-    from threadmem.search.literal.link_function import link_function_sql
+    from threadmem.features.search.literal.link_function import link_function_sql
 
     using = kwargs.get("using")
     for connection in connections.all(initialized_only=True):
@@ -30,16 +30,16 @@ class ThreadmemConfig(AppConfig):
         from threadmem import checks  # noqa: F401  (registers the system checks)
 
         post_migrate.connect(after_migrate, sender=self, dispatch_uid="threadmem.after_migrate")
-        from threadmem import services
-        from threadmem.compaction import compacting
-        from threadmem.compaction import tasks as compaction_tasks  # also registers the Celery task in workers
-        from threadmem.embeddings import tasks as embedding_tasks
-        from threadmem.imports import tasks as import_tasks  # noqa: F401  (registers the upload import task)
+        from threadmem.domain import services
+        from threadmem.features.compaction import compacting
+        from threadmem.features.compaction import tasks as compaction_tasks  # also registers the Celery task in workers
+        from threadmem.features.embeddings import tasks as embedding_tasks
+        from threadmem.features.imports import tasks as import_tasks  # noqa: F401  (registers the upload import task)
 
         # The compaction service enqueues through the task module, which imports it (not the other way round).
         compacting.run_enqueuer = compaction_tasks.compaction_enqueue
 
-        from threadmem.compaction import resummarize
+        from threadmem.features.compaction import resummarize
 
         if resummarize.resummarize_after_isolation not in services.after_isolation_hooks:
             services.after_isolation_hooks.append(resummarize.resummarize_after_isolation)

@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning, register
 from django.db import DatabaseError, connection
 
-from threadmem.compaction.claim import hard_time_limit
-from threadmem.fields import pgvector_in_use
+from threadmem.features.compaction.claim import hard_time_limit
+from threadmem.infrastructure.fields import pgvector_in_use
 
 REDIS_SCHEMES = ("redis://", "rediss://", "redis+socket://")
 

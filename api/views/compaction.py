@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from api.endpoints import errors, thread_endpoint
 from api.serializers import ReadOnlyModelSerializer
 from api.views.threads import JSONAPIView, Pagination
-from threadmem.compaction import compacting
-from threadmem.compaction import selectors as compaction_selectors
+from threadmem.features.compaction import compacting
+from threadmem.features.compaction import selectors as compaction_selectors
 from threadmem.models import Compaction, Thread
 
 

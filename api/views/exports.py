@@ -1,4 +1,4 @@
-"""A thread's export: threadmem's own JSONL, streamed (threadmem/imports/export.py writes the lines)."""
+"""A thread's export: threadmem's own JSONL, streamed (threadmem/features/imports/export.py writes the lines)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 
 from api.endpoints import thread_endpoint
 from api.serializers import ErrorSerializer
-from threadmem import selectors
-from threadmem.imports.export import export_filename, thread_export_lines
+from threadmem.domain import selectors
+from threadmem.features.imports.export import export_filename, thread_export_lines
 from threadmem.models import Thread
 
 NDJSON = "application/x-ndjson"

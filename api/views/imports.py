@@ -17,11 +17,12 @@ from rest_framework.views import APIView
 
 from api.endpoints import errors
 from api.serializers import CHANNEL_PATTERN, ReadOnlyModelSerializer
-from threadmem import selectors
-from threadmem.compaction.pointer import compaction_pointer
+from threadmem.domain import selectors
+from threadmem.domain.services import CHANNEL_MAX_CHARS
 from threadmem.errors import InvalidInput, NotFound, PayloadTooLarge
-from threadmem.imports import capture, uploads
-from threadmem.imports.catalogue import (
+from threadmem.features.compaction.pointer import compaction_pointer
+from threadmem.features.imports import capture, uploads
+from threadmem.features.imports.catalogue import (
     COMPACT_SOURCE,
     HOOK_FIELD_MAX_CHARS,
     SESSION_CATALOGUE_MAX_CHARS,
@@ -29,11 +30,10 @@ from threadmem.imports.catalogue import (
     session_start_catalogue,
     session_thread,
 )
-from threadmem.imports.records import FORMATS
+from threadmem.features.imports.records import FORMATS
 from threadmem.lib.projects import PROJECT_MAX_CHARS
 from threadmem.lib.validate import check_text
 from threadmem.models import Import
-from threadmem.services import CHANNEL_MAX_CHARS
 
 MULTIPART_ENVELOPE_BYTES = 64 * 1024
 

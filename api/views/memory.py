@@ -30,16 +30,16 @@ from api.serializers_memory import (
     ToolSchemaSerializer,
 )
 from api.views.threads import JSONAPIView, Pagination, body_object
-from threadmem import selectors, services
-from threadmem.erase.messages import message_erase
+from threadmem.domain import selectors, services
+from threadmem.domain.render import message_data
 from threadmem.errors import InvalidInput
+from threadmem.features.erase.messages import message_erase
+from threadmem.features.search import message_context_read, search_memory
+from threadmem.features.search.answer_caps import AUDIT_READ_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.answers import audit_read_data, search_result_data
+from threadmem.features.tools import TOOLS, MessageContextReadRequest, SearchMemoryRequest
 from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.models import ToolCall
-from threadmem.render import message_data
-from threadmem.search import message_context_read, search_memory
-from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.answers import audit_read_data, search_result_data
-from threadmem.tools import TOOLS, MessageContextReadRequest, SearchMemoryRequest
 
 MESSAGE_ID_PARAMETER = path_parameter(MessageContextReadRequest, "message_id")
 

@@ -22,8 +22,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from threadmem import backlogs, metrics
-from threadmem.selectors import is_operator
+from threadmem.domain import backlogs
+from threadmem.domain.selectors import is_operator
+from threadmem.infrastructure import metrics
 
 METRICS_TOKEN_AUTH = "metrics-token"
 
@@ -52,7 +53,7 @@ class StaffOrMetricsToken(BasePermission):
 
 
 class BacklogCollector:
-    """The embedding and import backlogs, read from the tables at each scrape (threadmem/backlogs.py)."""
+    """The embedding and import backlogs, read from the tables at each scrape (threadmem/domain/backlogs.py)."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         imports = GaugeMetricFamily(

@@ -29,13 +29,13 @@ from api.serializers import (
     ThreadSerializer,
     ThreadUpdateRequest,
 )
-from threadmem import selectors, services
-from threadmem.erase.thread_delete import thread_delete
+from threadmem.domain import selectors, services
+from threadmem.domain.render import messages_data
 from threadmem.errors import InvalidInput
+from threadmem.features.erase.thread_delete import thread_delete
 from threadmem.infrastructure.replicas import model_facing_read
 from threadmem.lib.validate import require_keys
 from threadmem.models import Thread
-from threadmem.render import messages_data
 
 THREAD_CREATE_FIELDS = {"channel", "title", "fork_from", "project"}
 FORK_FROM_FIELDS = {"channel", "message_id"}

@@ -1,6 +1,6 @@
 """Agent turns over REST (contract §5 "Agent turns", §6): one call runs one turn.
 
-The loop, the prompt and the error rules live in ``threadmem.agent``; this
+The loop, the prompt and the error rules live in ``threadmem.features.agent``; this
 view checks the body's shape, runs the turn and renders what it stored.
 """
 
@@ -14,10 +14,10 @@ from rest_framework.throttling import ScopedRateThrottle
 from api.endpoints import errors, thread_endpoint
 from api.serializers import SPACE_CHARS, MessageSerializer
 from api.views.threads import JSONAPIView, body_object
-from threadmem import agent
+from threadmem.domain.render import messages_data
+from threadmem.domain.services import ID_FIELD_MAX_CHARS
+from threadmem.features import agent
 from threadmem.models import Thread
-from threadmem.render import messages_data
-from threadmem.services import ID_FIELD_MAX_CHARS
 
 TURN_FIELDS = {"content", "session_id"}
 

@@ -25,8 +25,8 @@ from django.apps import apps
 from django.db import models
 
 from tests.support.factories import append, make_thread
+from threadmem.features.search.answer_caps import HEADER, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
 from threadmem.models import Message, Thread, ToolCall
-from threadmem.search.answer_caps import HEADER, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
 
 CHANNEL = "ops:db-migration/2024-11"
 PADDING = "padding"

@@ -1,4 +1,4 @@
-"""threadmem.llm: the real openai SDK against the loopback fake, errors mapped to ours."""
+"""threadmem.infrastructure.llm: the real openai SDK against the loopback fake, errors mapped to ours."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI
-from threadmem import llm
+from threadmem.infrastructure import llm
 
 
 def test_it_returns_the_assistant_text_and_sends_the_data_not_instructions_prompt(fake_openai):

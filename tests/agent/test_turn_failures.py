@@ -12,10 +12,10 @@ import pytest
 
 from tests.support.factories import make_thread, row_counts
 from tests.support.turns import run_turn, search_call, stored, turn_url
-from threadmem import agent
 from threadmem.errors import NotFound
+from threadmem.features import agent
+from threadmem.features.search.answer_caps import HEADER
 from threadmem.models import Compaction, Message, ToolCall
-from threadmem.search.answer_caps import HEADER
 
 # --- errors ----------------------------------------------------------------------------
 

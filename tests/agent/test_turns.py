@@ -12,8 +12,8 @@ import pytest
 
 from tests.support.factories import append, make_thread
 from tests.support.turns import CHANNEL, run_turn, search_call, stored
+from threadmem.features.search.answer_caps import HEADER, THREAD_SEARCH_MAX_CHARS
 from threadmem.models import ToolCall
-from threadmem.search.answer_caps import HEADER, THREAD_SEARCH_MAX_CHARS
 
 
 def tool_messages(request: dict[str, Any]) -> list[dict[str, Any]]:

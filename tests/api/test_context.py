@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.support.factories import append, fork_at_middle, make_summary
+from threadmem.domain.services import message_set_isolated
 from threadmem.models import Generation, Thread
-from threadmem.services import message_set_isolated
 
 SLACK = "slack:C042/1700000000.1"
 CONTEXT = f"/api/v1/threads/{SLACK}/context/"

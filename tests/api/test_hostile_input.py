@@ -15,7 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from tests.support.api import SLACK
 from tests.support.factories import append, make_thread
-from threadmem.imports.export import thread_export_lines
+from threadmem.features.imports.export import thread_export_lines
 from threadmem.models import Import, Message, Thread
 
 pytestmark = pytest.mark.django_db

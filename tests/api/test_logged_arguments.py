@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.support.factories import append
+from threadmem.features.tools import tool_answer
 from threadmem.models import ToolCall
-from threadmem.tools import tool_answer
 
 ODD_IDS = ["-1", "%C2%B2", "%D9%A3", "1_0", "0", "99999999999999999999999"]
 

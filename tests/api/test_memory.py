@@ -6,9 +6,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.support.factories import append, append_tool_exchange, make_thread, open_generation
-from threadmem import services
+from threadmem.domain import services
+from threadmem.features.search import search_memory
 from threadmem.models import IsolationEvent, Message, ToolCall
-from threadmem.search import search_memory
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 from api.serializers import MessageSerializer
 from tests.support.api import GOOD, MESSAGES, SHELL_CALL, SLACK
 from tests.support.factories import append, row_counts
+from threadmem.domain.render import message_data
 from threadmem.models import Generation, Message, Thread, ToolArgument
-from threadmem.render import message_data
 
 # contract §6's message, pinned here, not read from the serializer (a test of the serializer by itself could not fail).
 MESSAGE_FIELDS = {
@@ -197,7 +197,7 @@ def test_it_lists_one_generation_when_asked(owner_api, thread):
 
 @pytest.mark.django_db
 def test_it_shows_isolated_and_hidden_messages_with_their_flags_in_the_list(owner_api, admin, thread):
-    from threadmem.services import message_set_isolated
+    from threadmem.domain.services import message_set_isolated
 
     _hidden, secret = append(
         thread, {"role": "system", "content": "x", "model_visible": False}, {"role": "user", "content": "token"}

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from api.serializers import CHANNEL_PATTERN
+from threadmem.domain.services import _check_channel
 from threadmem.errors import InvalidInput
 from threadmem.models import Compaction
-from threadmem.services import _check_channel
 
 
 @pytest.mark.django_db

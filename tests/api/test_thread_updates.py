@@ -110,7 +110,7 @@ def test_it_refuses_a_non_boolean_isolation_value(admin_api, thread):
 def test_it_reserves_every_thread_route_suffix_as_a_channel_ending():
     """A channel "a/<suffix>" would be routed as thread "a"'s <suffix> route."""
     from api.urls import urlpatterns
-    from threadmem.services import CHANNEL_RESERVED_LAST_SEGMENTS
+    from threadmem.domain.services import CHANNEL_RESERVED_LAST_SEGMENTS
 
     prefix = "threads/<path:channel>/"
     suffixes = {str(p.pattern)[len(prefix) :].strip("/") for p in urlpatterns if str(p.pattern).startswith(prefix)}

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 
 from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.factories import append
-from threadmem.compaction.tasks import compaction_run_task
+from threadmem.features.compaction.tasks import compaction_run_task
 from threadmem.models import Compaction, Generation, Message
 
 CHANNEL = "slack:C042/1700000000.1"

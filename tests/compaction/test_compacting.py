@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from tests.support.compaction import deploy_conversation, nine_sections, section
 from tests.support.factories import append, make_thread
-from threadmem import selectors
-from threadmem.compaction import compacting
-from threadmem.compaction.tasks import compaction_run_task
+from threadmem.domain import selectors
+from threadmem.features.compaction import compacting
+from threadmem.features.compaction.tasks import compaction_run_task
 from threadmem.models import Compaction, Generation, Message, Thread
 
 ATTEMPTS = compaction_run_task.max_retries + 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from tests.support.compaction import assert_ten_headings_in_order, section
-from threadmem.demo import DEPLOY_CHANNEL, demo_load
+from threadmem.features.demo import DEPLOY_CHANNEL, demo_load
 from threadmem.models import Generation, Message, Thread
 
 

@@ -18,8 +18,8 @@ from django.db import connection
 from tests.support.compaction import compaction_of, deploy_conversation, nine_sections
 from tests.support.factories import append, make_thread, token_client
 from tests.support.workers import api_post, close_connections, wait_until
-from threadmem import selectors, services
-from threadmem.compaction.compacting import compaction_run_now
+from threadmem.domain import selectors, services
+from threadmem.features.compaction.compacting import compaction_run_now
 from threadmem.models import Compaction, Generation, Message, Thread
 
 SECRET = "hunter2-rotation-password"

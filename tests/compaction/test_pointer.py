@@ -13,7 +13,7 @@ from rest_framework.authtoken.models import Token
 
 from tests.imports.test_remote_capture import run_hook
 from tests.support.capture import hook_json, run_capture
-from threadmem.compaction.pointer import POINTER_MAX_CHARS
+from threadmem.features.compaction.pointer import POINTER_MAX_CHARS
 from threadmem.models import Thread
 
 SESSION = "5f0c0a52-7d1e-4c0b-9a51-3e2f6d8b9c10"

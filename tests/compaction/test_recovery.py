@@ -25,9 +25,9 @@ from tests.support.compaction import (
 )
 from tests.support.factories import append, make_thread, token_client
 from tests.support.workers import Workers, api_post, sending_to, wait_until
-from threadmem.compaction import compacting, recovery
-from threadmem.compaction.claim import dispatch_timeout
-from threadmem.compaction.lease import claim_heartbeat
+from threadmem.features.compaction import compacting, recovery
+from threadmem.features.compaction.claim import dispatch_timeout
+from threadmem.features.compaction.lease import claim_heartbeat
 from threadmem.models import Compaction, Message
 
 LEASE = 4  # seconds a killed worker's claim is still trusted

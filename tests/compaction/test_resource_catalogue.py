@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from threadmem.compaction import catalogue
+from threadmem.features.compaction import catalogue
 from threadmem.lib.jsonleaves import string_leaves
 from threadmem.models import Message
 

@@ -17,8 +17,8 @@ import pytest
 from tests.support.compaction import nine_sections
 from tests.support.factories import append, make_thread
 from tests.support.turns import run_turn
-from threadmem import selectors, services
-from threadmem.compaction.compacting import compaction_run_now
+from threadmem.domain import selectors, services
+from threadmem.features.compaction.compacting import compaction_run_now
 from threadmem.models import Compaction, Generation, Message, Thread
 
 SECRET = "hunter2-rotation-password"

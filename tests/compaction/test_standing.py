@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from threadmem.compaction.catalogue import collect_resources
-from threadmem.compaction.pointer import _Row, touched_resources
-from threadmem.compaction.standing import Place, file_place, patched_files
+from threadmem.features.compaction.catalogue import collect_resources
+from threadmem.features.compaction.pointer import _Row, touched_resources
+from threadmem.features.compaction.standing import Place, file_place, patched_files
 
 CWD = "/home/dev/ledger"
 

@@ -16,8 +16,8 @@ from tests.support.compaction import (
     section,
 )
 from tests.support.factories import append
-from threadmem.compaction import catalogue, compacting, summary
-from threadmem.compaction import selectors as compaction_selectors
+from threadmem.features.compaction import catalogue, compacting, summary
+from threadmem.features.compaction import selectors as compaction_selectors
 from threadmem.models import Message, Thread
 
 

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from tests.support.compaction import deploy_conversation
 from tests.support.factories import append
-from threadmem.compaction import compacting
+from threadmem.features.compaction import compacting
 from threadmem.models import Compaction, Generation
 
 # --- the automatic trigger ------------------------------------------------------

@@ -41,8 +41,8 @@ from tests.support.compaction import (
 )
 from tests.support.factories import make_thread, token_client
 from tests.support.workers import Workers, api_post, sending_to, wait_until
-from threadmem import selectors
-from threadmem.compaction.tasks import compaction_run_task
+from threadmem.domain import selectors
+from threadmem.features.compaction.tasks import compaction_run_task
 from threadmem.models import Compaction, Generation, Message
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.browser import chromium, chromium_page, login, screenshot
 from tests.support.factories import append, make_thread
-from threadmem.compaction.compacting import compaction_run_now
+from threadmem.features.compaction.compacting import compaction_run_now
 from threadmem.models import IsolationEvent, Thread
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from console.selectors import CONTENT_PAGE_CHARS
 from tests.support.factories import append, append_tool_exchange, make_summary
-from threadmem import services
+from threadmem.domain import services
 
 
 def url(message, **params) -> str:
@@ -146,8 +146,8 @@ def test_it_renders_a_message_in_a_fixed_number_of_queries(
 
 
 def test_it_shows_the_message_as_the_model_reads_it(operator_console, operator, call_and_result):
+    from threadmem.features.search import message_context_read
     from threadmem.models import ToolCall
-    from threadmem.search import message_context_read
 
     call, _ = call_and_result
     response = operator_console.get(reverse("console:message-model-read", args=[call.id]))

@@ -8,9 +8,9 @@ import re
 from django.urls import reverse
 
 from tests.support.factories import append, make_thread
-from threadmem import services
+from threadmem.domain import services
+from threadmem.features.search import search_memory
 from threadmem.models import ToolCall
-from threadmem.search import search_memory
 
 URL = "/console/search/"
 

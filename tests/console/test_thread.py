@@ -10,7 +10,7 @@ from django.urls import reverse
 from console.calls import TOOL_ARGS_INLINE_CHARS
 from console.selectors import MESSAGE_PREVIEW_CHARS, MESSAGES_PER_PAGE
 from tests.support.factories import append, make_summary
-from threadmem import services
+from threadmem.domain import services
 from threadmem.models import Compaction, Generation
 
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from console.selectors import THREADS_PER_PAGE
 from tests.support.factories import append, make_thread, make_user
-from threadmem import services
+from threadmem.domain import services
 from threadmem.models import Compaction, Generation
 
 URL = "/console/"

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from console.selectors import TOOL_CALLS_PER_PAGE
 from tests.support.factories import append, make_thread
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.models import ToolCall
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 URL = "/console/tool-calls/"
 

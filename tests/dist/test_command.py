@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from tests.dist.conftest import SERVE_SECONDS, Served, run
 from tests.support.capture import hook_json
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.dist
 

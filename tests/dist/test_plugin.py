@@ -16,7 +16,7 @@ from tests.dist.conftest import Served
 from tests.mcp.test_real_clients import clients  # noqa: F401  (fixture)
 from tests.support.fake_anthropic import PLUGIN_SEARCH_TOOL, CompactionScript, compacting_session, serve
 from tests.support.mcp_client import ROOT
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.dist
 

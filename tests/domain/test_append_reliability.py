@@ -23,7 +23,7 @@ from django.db import connection
 from config.celery import app
 from tests.support.database import other_session
 from tests.support.factories import make_thread, token_client
-from threadmem import services
+from threadmem.domain import services
 from threadmem.models import Compaction, Message
 
 SLACK = "slack:C042/1700000000.1"

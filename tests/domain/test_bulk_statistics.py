@@ -13,9 +13,9 @@ import pytest
 from django.db import connection
 
 from tests.support.factories import make_thread
-from threadmem import services
+from threadmem.domain import services
+from threadmem.domain.store import BULK_ANALYZE_MIN_ROWS
 from threadmem.models import Message
-from threadmem.store import BULK_ANALYZE_MIN_ROWS
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

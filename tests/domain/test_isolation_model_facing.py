@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 from tests.support.factories import append, make_thread
-from threadmem import selectors, services
-from threadmem.compaction import selectors as compaction_selectors
-from threadmem.compaction.compacting import compaction_run_now
-from threadmem.search import search_memory
+from threadmem.domain import selectors, services
+from threadmem.features.compaction import selectors as compaction_selectors
+from threadmem.features.compaction.compacting import compaction_run_now
+from threadmem.features.search import search_memory
 
 SLACK = "slack:C042/1700000000.1"
 MESSAGES = f"/api/v1/threads/{SLACK}/messages/"

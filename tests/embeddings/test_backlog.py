@@ -22,10 +22,10 @@ from config.celery import app
 from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.factories import append, make_thread
 from tests.support.workers import Workers, sending_to, wait_until
-from threadmem import backlogs
-from threadmem.compaction import compacting
-from threadmem.embeddings import service as embedding_service
-from threadmem.embeddings import tasks
+from threadmem.domain import backlogs
+from threadmem.features.compaction import compacting
+from threadmem.features.embeddings import tasks
+from threadmem.features.embeddings import thread_embedding as embedding_service
 from threadmem.models import EmbeddingProgress, Message
 
 DEAD_BROKER = "redis://127.0.0.1:9/0"  # nothing listens on the discard port
@@ -120,7 +120,7 @@ def test_messages_appended_while_the_broker_was_down_are_embedded_by_the_sweep(
             wait_until(lambda: embedding_service.threads_behind() == [], pool, what="the sweep's embedding run")
             last_seq = thread.messages.order_by("-seq").values_list("seq", flat=True).first()
             assert EmbeddingProgress.objects.get(thread=thread).embedded_seq == last_seq
-            assert "Task threadmem.embeddings.sweep[" in pool.log("sweeper")
+            assert "Task threadmem.features.embeddings.sweep[" in pool.log("sweeper")
         finally:
             pool.stop_all()
             pool.delete_queue()

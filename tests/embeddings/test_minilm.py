@@ -7,11 +7,11 @@ import pytest
 
 from tests.support.factories import append, make_thread
 from tests.support.semantic import EVIDENCE, PARAPHRASE, embedded, ranked_ids
-from threadmem.embeddings import choice, minilm, static
-from threadmem.embeddings import service as embedding_service
+from threadmem.domain.scope import resolve_scope
+from threadmem.features.embeddings import choice, minilm, static
+from threadmem.features.embeddings import thread_embedding as embedding_service
+from threadmem.features.search.ranked import keyword
 from threadmem.models import Chunk, EmbeddingProgress
-from threadmem.scope import resolve_scope
-from threadmem.search.ranked import keyword
 
 DEPLOY = "The deploy failed because the database migration timed out."
 RELEASE = "Why did the release break? The schema change ran too long."
@@ -21,7 +21,7 @@ CAT = "My cat likes to sleep in the sun on the balcony."
 @pytest.fixture
 def minilm_model(settings):
     """MiniLM in force as a host that sets THREADMEM_STATIC_EMBEDDINGS=minilm runs it (no model server)."""
-    from threadmem.embeddings import tasks
+    from threadmem.features.embeddings import tasks
 
     settings.THREADMEM_EMBEDDING_MODEL = ""
     settings.THREADMEM_MINILM_EMBEDDINGS = True

@@ -1,7 +1,7 @@
 """A PostgreSQL without pgvector migrates and serves: embeddings are stored as bytes and ranked in NumPy.
 
 A fresh database migrated by a process told the server has no pgvector
-(``threadmem.fields.server_offers_pgvector`` answering no) stands for a stock
+(``threadmem.infrastructure.fields.server_offers_pgvector`` answering no) stands for a stock
 server: the column's type decides everything after. Real processes: the
 migration, ``manage.py check`` (which warns), and a script that appends, embeds
 through the loopback fake model server and searches.
@@ -25,9 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = f"""
 from django.contrib.auth import get_user_model
-from threadmem import services
-from threadmem.embeddings import service as embeddings
-from threadmem.search import search_memory
+from threadmem.domain import services
+from threadmem.features.embeddings import thread_embedding as embeddings
+from threadmem.features.search import search_memory
 owner = get_user_model().objects.create_user("owner")
 thread = services.thread_create(owner=owner, channel="ops")
 (evidence,) = services.messages_append(thread=thread, messages=services.messages_parse(
@@ -39,9 +39,9 @@ print(result.text)
 """
 # Migrate as on a server without the extension: the one question the code asks before the column exists.
 MIGRATE_WITHOUT_PGVECTOR = """
-import threadmem.fields
+import threadmem.infrastructure.fields
 from django.core.management import call_command
-threadmem.fields.server_offers_pgvector = lambda cursor: False
+threadmem.infrastructure.fields.server_offers_pgvector = lambda cursor: False
 call_command("migrate", interactive=False, verbosity=0)
 """
 

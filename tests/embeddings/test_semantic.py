@@ -18,13 +18,13 @@ from django.db import connection
 from tests.support.factories import append, make_thread, open_generation
 from tests.support.search import literal_part_of
 from tests.support.semantic import EVIDENCE, PARAPHRASE, listed_ids, semantic_part
-from threadmem import services
-from threadmem.embeddings import retrieve, tasks
-from threadmem.embeddings import service as embedding_service
+from threadmem.domain import services
+from threadmem.features.embeddings import retrieve, tasks
+from threadmem.features.embeddings import thread_embedding as embedding_service
+from threadmem.features.search import search_memory, semantic
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS, WORDS_BY_CURSOR
+from threadmem.features.search.ranked import lane
 from threadmem.models import Chunk, EmbeddingProgress
-from threadmem.search import search_memory, semantic
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS, WORDS_BY_CURSOR
-from threadmem.search.ranked import lane
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,8 +14,8 @@ import pytest
 from tests.support.factories import make_thread, token_client
 from tests.support.semantic import EVIDENCE, PARAPHRASE, listed_ids, semantic_part
 from tests.support.workers import Workers, api_post, running_workers, wait_until
+from threadmem.features.search import search_memory
 from threadmem.models import Chunk, EmbeddingProgress
-from threadmem.search import search_memory
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 

@@ -17,7 +17,7 @@ from tests.support.factories import append, make_thread
 from tests.support.mcp_client import asgi_server, http_session, run, text_of, token_of
 from tests.support.personas import persona_fixture
 from tests.support.semantic import embedded
-from threadmem.erase.thread_delete import thread_delete
+from threadmem.features.erase.thread_delete import thread_delete
 from threadmem.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -25,11 +25,11 @@ from tests.support.database import other_session, wait_for_lock_waiters
 from tests.support.erase import DeleteInThread, rows_left
 from tests.support.factories import append, make_thread
 from tests.support.workers import Workers, running_workers
-from threadmem import services
-from threadmem.embeddings import choice
-from threadmem.embeddings.tasks import embed_thread_later, embed_thread_task, wait_for_background
-from threadmem.erase import thread_delete as erase_delete
-from threadmem.erase.tasks import erase_sweep
+from threadmem.domain import services
+from threadmem.features.embeddings import choice
+from threadmem.features.embeddings.tasks import embed_thread_later, embed_thread_task, wait_for_background
+from threadmem.features.erase import thread_delete as erase_delete
+from threadmem.features.erase.tasks import erase_sweep
 from threadmem.models import Deletion, EmbeddingProgress, Message, Thread
 
 pytestmark = pytest.mark.django_db(transaction=True)

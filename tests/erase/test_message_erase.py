@@ -9,11 +9,11 @@ from django.db import connection
 
 from tests.support.compaction import nine_sections
 from tests.support.factories import append, make_thread
-from threadmem.compaction.compacting import compaction_run_now
-from threadmem.erase.messages import WITHDRAWN_SUMMARY, message_erase
-from threadmem.erase.thread_delete import thread_delete
+from threadmem.features.compaction.compacting import compaction_run_now
+from threadmem.features.erase.messages import WITHDRAWN_SUMMARY, message_erase
+from threadmem.features.erase.thread_delete import thread_delete
+from threadmem.features.search import search_memory
 from threadmem.models import Compaction, Deletion, Generation, Message, Thread
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

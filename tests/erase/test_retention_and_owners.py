@@ -13,9 +13,9 @@ from django.db.models import ForeignKey
 from django.utils import timezone
 
 from tests.support.factories import append, console_client, make_thread, token_client
-from threadmem.erase.tasks import retention
+from threadmem.features.erase.tasks import retention
+from threadmem.features.search import search_memory
 from threadmem.models import CaptureCursor, Deletion, Import, IsolationEvent, Message, Thread, ToolCall
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

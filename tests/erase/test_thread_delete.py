@@ -6,10 +6,11 @@ import pytest
 
 from tests.support.factories import append, append_tool_exchange, console_client, make_thread
 from tests.support.semantic import embedded, ranked_ids, semantic_part
-from threadmem import services
-from threadmem.erase.thread_delete import thread_delete
+from threadmem.domain import services
 from threadmem.errors import NotFound
-from threadmem.imports.catalogue import session_catalogue
+from threadmem.features.erase.thread_delete import thread_delete
+from threadmem.features.imports.catalogue import session_catalogue
+from threadmem.features.search import message_context_read, search_memory
 from threadmem.models import (
     CaptureCursor,
     Chunk,
@@ -23,7 +24,6 @@ from threadmem.models import (
     ToolArgument,
     ToolCall,
 )
-from threadmem.search import message_context_read, search_memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -175,7 +175,7 @@ def test_the_django_admin_deletes_nothing_every_deletion_goes_through_the_record
 
 
 def test_a_large_thread_goes_in_batches(owner, monkeypatch):
-    from threadmem.erase import thread_delete as erase_delete
+    from threadmem.features.erase import thread_delete as erase_delete
 
     monkeypatch.setattr(erase_delete, "BATCH_MESSAGES", 2)
     thread = make_thread(owner, "in-batches")

@@ -16,7 +16,7 @@ from cli.management.commands.capture import _log
 from tests.support.capture import growth, hook_json, run_capture, thread_rows
 from tests.support.factories import make_thread, row_counts
 from tests.support.sessions import LONG, data_dir, raw_records
-from threadmem.imports.catalogue import SESSION_CATALOGUE_MAX_CHARS
+from threadmem.features.imports.catalogue import SESSION_CATALOGUE_MAX_CHARS
 from threadmem.models import CaptureCursor, Generation, Message, Thread
 
 pytestmark = pytest.mark.django_db

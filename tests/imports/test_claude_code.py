@@ -8,9 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.support.sessions import LONG, OTHER_LONG, data_dir, raw_expectations, raw_records
+from threadmem.domain.selectors import context_messages
+from threadmem.features.search import search_memory
 from threadmem.models import Generation, Message, Thread
-from threadmem.search import search_memory
-from threadmem.selectors import context_messages
 
 pytestmark = pytest.mark.django_db
 

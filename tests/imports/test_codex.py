@@ -13,8 +13,8 @@ from django.core.management import call_command
 
 from tests.support.capture import growth, run_capture, thread_rows
 from tests.support.factories import row_counts
-from threadmem.imports.follow import follow_paths
-from threadmem.imports.report import ImportReport
+from threadmem.features.imports.follow import follow_paths
+from threadmem.features.imports.report import ImportReport
 from threadmem.models import Generation, Message, Thread
 
 pytestmark = pytest.mark.django_db

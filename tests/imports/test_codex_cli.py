@@ -19,8 +19,8 @@ from django.core.management import call_command
 
 from tests.support.codex_cli import SUMMARY, Session, Unavailable, run_session, write_workspace
 from tests.support.factories import row_counts
+from threadmem.features.search import search_memory
 from threadmem.models import Generation, Message, Thread
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 SERVICES, COMPACT_AFTER = 3, 4  # two files a service, one command a file: Codex compacts in the third service

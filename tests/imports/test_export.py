@@ -20,12 +20,12 @@ from django.db import connection, connections
 from tests.support.compaction import deploy_conversation
 from tests.support.factories import append, make_thread
 from tests.support.sessions import LONG, data_dir
-from threadmem import services
-from threadmem.compaction.compacting import compaction_run_now
-from threadmem.imports.export import thread_export_lines
-from threadmem.imports.records import detect_format
+from threadmem.domain import services
+from threadmem.features.compaction.compacting import compaction_run_now
+from threadmem.features.imports.export import thread_export_lines
+from threadmem.features.imports.records import detect_format
+from threadmem.features.search import search_memory
 from threadmem.models import Generation, Import, Message, Thread, ToolArgument
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +35,7 @@ CURSOR = re.compile(r'cursor="[^"]*"')
 
 
 def delete(thread: Thread, actor) -> None:
-    from threadmem.erase.thread_delete import thread_delete
+    from threadmem.features.erase.thread_delete import thread_delete
 
     thread_delete(thread=thread, actor=actor)
 

@@ -1,5 +1,5 @@
 """The agents' session folders on this machine: how many sessions wait, the notice `make run` and `threadmem
-serve` print, and the command in it imports them as written (threadmem/imports/found.py)."""
+serve` print, and the command in it imports them as written (threadmem/features/imports/found.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from tests.support.sessions import data_dir
-from threadmem.imports.found import agent_folders, sessions_found, sessions_notice
+from threadmem.features.imports.found import agent_folders, sessions_found, sessions_notice
 
 pytestmark = pytest.mark.django_db
 

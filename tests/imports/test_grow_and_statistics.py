@@ -10,9 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.sessions import LONG, data_dir
-from threadmem.embeddings import service as embedding_service
-from threadmem.embeddings.chunks import message_pieces
-from threadmem.imports.import_once import import_paths
+from threadmem.features.embeddings import thread_embedding as embedding_service
+from threadmem.features.embeddings.chunks import message_pieces
+from threadmem.features.imports.import_once import import_paths
 from threadmem.models import Chunk, EmbeddingProgress, Message, Thread, ToolArgument
 
 pytestmark = pytest.mark.django_db

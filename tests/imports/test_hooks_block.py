@@ -14,7 +14,7 @@ from rest_framework.authtoken.models import Token
 
 from tests.support.capture import hook_json
 from tests.support.sessions import data_dir
-from threadmem.imports.capture import CAPTURE_EVENTS
+from threadmem.features.imports.capture import CAPTURE_EVENTS
 from threadmem.models import Thread
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from django.core.management import call_command
 
 from tests.support.session_files import write_rollouts
 from tests.support.sessions import LONG, OTHER_LONG, data_dir
+from threadmem.features.search import search_memory
 from threadmem.models import Generation, Message, Thread
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from tests.support.sessions import LONG, data_dir, write_repeated_session
-from threadmem.imports.import_once import import_paths
+from threadmem.features.imports.import_once import import_paths
 from threadmem.models import Message
 
 pytestmark = pytest.mark.django_db

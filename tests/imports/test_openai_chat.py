@@ -9,8 +9,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
+from threadmem.features.search import search_memory
 from threadmem.models import Message, Thread, ToolArgument
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 

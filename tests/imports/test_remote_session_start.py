@@ -12,7 +12,7 @@ from tests.imports.test_remote_capture import CLIENT_DIR, run_hook, send
 from tests.support.capture import hook_json, run_capture
 from tests.support.factories import make_thread
 from tests.support.sessions import data_dir
-from threadmem.imports.catalogue import SESSION_CATALOGUE_MAX_CHARS
+from threadmem.features.imports.catalogue import SESSION_CATALOGUE_MAX_CHARS
 from threadmem.models import Message, Thread
 
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from tests.support.windows import window_around
+from threadmem.features.search.window_walk import min_window_chars
 from threadmem.lib.windows import Window, window_from_slice
-from threadmem.search.window_walk import min_window_chars
 
 
 def test_it_starts_the_window_lead_characters_before_the_hit():

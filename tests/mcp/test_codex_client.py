@@ -20,8 +20,8 @@ from tests.support.codex_cli import Unavailable, installed_codex
 from tests.support.factories import append
 from tests.support.fake_responses import MemoryScript, serve
 from tests.support.mcp_client import ROOT, child_env, token_of
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.models import Generation, Thread
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -13,7 +13,7 @@ from tests.mcp.test_real_clients import client_env, clients  # noqa: F401  (fixt
 from tests.support.factories import append
 from tests.support.fake_anthropic import Script, serve
 from tests.support.mcp_client import ROOT, child_env, token_of
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

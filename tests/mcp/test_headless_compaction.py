@@ -14,8 +14,8 @@ from tests.imports.test_hooks_block import LOCAL, hooks_blocks
 from tests.mcp.test_real_clients import client_env, clients  # noqa: F401  (fixtures)
 from tests.support.fake_anthropic import CompactionScript, compacting_session, serve
 from tests.support.mcp_client import ROOT, child_env, token_of
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.models import Generation, Thread
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

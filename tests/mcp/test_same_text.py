@@ -7,8 +7,8 @@ from mcp import Client
 
 from mcp_server.server import build_server
 from tests.support.mcp_client import run, text_of
+from threadmem.features.tools import run_tool
 from threadmem.models import Message, ToolCall
-from threadmem.tools import run_tool
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

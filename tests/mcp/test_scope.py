@@ -8,7 +8,7 @@ from mcp import Client
 from mcp_server.server import build_server
 from tests.support.factories import append, make_thread, make_user, token_client
 from tests.support.mcp_client import SECRET, run, text_of
-from threadmem import services
+from threadmem.domain import services
 from threadmem.models import Message
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,8 +11,8 @@ from mcp.shared.exceptions import MCPError
 
 from tests.support.factories import append, make_thread, token_client
 from tests.support.mcp_client import ROOT, SECRET, bobs_attempts, child_env, run, stdio_server, text_of, token_of
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 from threadmem.models import Message, ToolCall
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,7 +10,7 @@ from mcp import Client
 
 from tests.support.factories import append
 from tests.support.mcp_client import run, stdio_server, text_of, token_of
-from threadmem.search.answer_caps import THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.answer_caps import THREAD_SEARCH_MAX_CHARS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

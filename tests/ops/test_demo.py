@@ -11,7 +11,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
-from threadmem.demo import DEPLOY_CHANNEL, FORK_CHANNEL, JOURNAL_NEEDLE
+from threadmem.features.demo import DEPLOY_CHANNEL, FORK_CHANNEL, JOURNAL_NEEDLE
 from threadmem.models import Message, Thread, ToolArgument
 
 DOCS_MCP = Path(__file__).resolve().parents[2] / "docs" / "mcp.md"

@@ -20,8 +20,8 @@ from rest_framework.test import APIClient
 from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.database import other_session
 from tests.support.factories import append, console_client, make_thread
-from threadmem.compaction.tasks import compaction_run_task
-from threadmem.metrics import REGISTRY, asgi_counted, exposition
+from threadmem.features.compaction.tasks import compaction_run_task
+from threadmem.infrastructure.metrics import REGISTRY, asgi_counted, exposition
 from threadmem.models import Import, ToolCall
 
 METRICS_URL = "/metrics"
@@ -200,7 +200,7 @@ def test_with_a_multiprocess_dir_one_scrape_sums_every_process(tmp_path, monkeyp
     """Two processes (a web worker, a Celery worker) count apart; a scrape reads both (docs/metrics.md).
     The directory need not exist yet: the first process makes it."""
     directory = tmp_path / "metrics"
-    count = "import sys; from threadmem import metrics; metrics.COMPACTION_RETRIES.inc(int(sys.argv[1]))"
+    count = "import sys; from threadmem.infrastructure import metrics; metrics.COMPACTION_RETRIES.inc(int(sys.argv[1]))"
     environment = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(directory)}
     for retries in (2, 3):
         subprocess.run([sys.executable, "-c", count, str(retries)], cwd=ROOT, env=environment, check=True)

@@ -28,13 +28,12 @@ from tests.support.factories import append, make_thread, make_user, token_client
 from tests.support.mcp_client import free_port
 from tests.support.postgres_server import as_postgres, scratch_folder
 from tests.support.semantic import embedded, listed_ids, semantic_part
-from threadmem import metrics
-from threadmem.infrastructure import replicas
+from threadmem.features.search import semantic
+from threadmem.features.search.hits import Coverage
+from threadmem.features.tools import tool_answer
+from threadmem.infrastructure import metrics, replicas
 from threadmem.infrastructure.replicas import health, positions
 from threadmem.models import ToolCall
-from threadmem.search import semantic
-from threadmem.search.hits import Coverage
-from threadmem.tools import tool_answer
 
 ALIAS = "replica1"
 # The replica is a test mirror of the test database: never flushed, read only by what routes reads there.

@@ -29,8 +29,8 @@ from tests.ops.test_replicas import (  # noqa: F401  (standby: a fixture)
 )
 from tests.support.postgres_server import scratch_folder
 from tests.support.semantic import listed_ids, semantic_part
+from threadmem.features.search.hits import Coverage
 from threadmem.infrastructure.replicas import health
-from threadmem.search.hits import Coverage
 
 pytestmark = pytest.mark.postgres
 

@@ -1,5 +1,5 @@
-"""Read-your-writes for an upload imported by a worker (threadmem/imports/run.py, threadmem/infrastructure/replicas/
-positions.py).
+"""Read-your-writes for an upload imported by a worker (threadmem/features/imports/run.py,
+threadmem/infrastructure/replicas/positions.py).
 
 The upload's task runs in a real Celery worker, another process: it records the owner's write position in the
 cache every process shares (``CACHE_URL``'s Redis, as docs/production.md sets it), and the owner's next search

@@ -9,10 +9,10 @@ from django.db import DEFAULT_DB_ALIAS, connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread, token_client
-from threadmem import db
+from threadmem.domain import db
+from threadmem.features.tools import tool_answer
 from threadmem.infrastructure import replicas
 from threadmem.infrastructure.replicas import positions, rule
-from threadmem.tools import tool_answer
 
 pytestmark = pytest.mark.django_db
 

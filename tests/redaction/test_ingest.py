@@ -32,7 +32,7 @@ from tests.support.secrets import (
     claude_code_session,
 )
 from tests.support.turns import run_turn, search_call
-from threadmem.compaction import compacting
+from threadmem.features.compaction import compacting
 from threadmem.lib.jsonleaves import string_leaves
 from threadmem.models import Generation, Message, Thread, ToolArgument, ToolCall
 

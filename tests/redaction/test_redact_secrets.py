@@ -22,8 +22,8 @@ from tests.support.secrets import (
     SECRETS,
 )
 from tests.support.semantic import embedded
+from threadmem.features.search import search_memory
 from threadmem.models import Chunk, EmbeddingProgress, Import, Message, Thread, ToolArgument, ToolCall
-from threadmem.search import search_memory
 
 pytestmark = pytest.mark.django_db
 

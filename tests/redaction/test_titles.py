@@ -12,8 +12,8 @@ from django.core.management import call_command
 from tests.support.redaction import api_reads, api_search, console_reads, holding, upload_export
 from tests.support.secrets import CLASSIC_REDACTED, CLASSIC_TOKEN, claude_code_session
 from tests.support.semantic import embedded, semantic_part
+from threadmem.features.search.ranked import thread_legend
 from threadmem.models import Thread
-from threadmem.search.ranked import thread_legend
 
 TITLE = f"push with {CLASSIC_TOKEN} to staging"
 REDACTED = f"push with {CLASSIC_REDACTED} to staging"

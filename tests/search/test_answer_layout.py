@@ -1,9 +1,9 @@
-"""The pure half of search_memory: listing, counting and the merge (threadmem/search/answer_layout.py)."""
+"""The pure half of search_memory: listing, counting and the merge (threadmem/features/search/answer_layout.py)."""
 
 from __future__ import annotations
 
 from tests.support.windows import window_around
-from threadmem.search.answer_caps import (
+from threadmem.features.search.answer_caps import (
     HEADER,
     SEMANTIC_HEADING,
     THREAD_LITERAL_MAX_CHARS,
@@ -12,9 +12,9 @@ from threadmem.search.answer_caps import (
     WINDOW_CHARS,
     WINDOW_LEAD,
 )
-from threadmem.search.answer_layout import entries_budget, header_lines, literal_part, merge
-from threadmem.search.hits import Candidate
-from threadmem.search.window_walk import fields_to_window
+from threadmem.features.search.answer_layout import entries_budget, header_lines, literal_part, merge
+from threadmem.features.search.hits import Candidate
+from threadmem.features.search.window_walk import fields_to_window
 
 
 def candidate(term: int, message_id: int, *, arg_id: int = 0, path: str = "", chars: int = 100) -> Candidate:

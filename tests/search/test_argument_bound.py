@@ -12,12 +12,12 @@ import pytest
 from django.db import connection
 
 from tests.support.factories import append, make_thread
+from threadmem.domain.scope import resolve_scope
+from threadmem.features.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.features.search.literal import plan
+from threadmem.features.search.literal.literal_search import fetch_matches
+from threadmem.features.search.literal.match_sql import match_sql
 from threadmem.models import Message, ToolArgument
-from threadmem.scope import resolve_scope
-from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
-from threadmem.search.literal import plan
-from threadmem.search.literal.literal_search import fetch_matches
-from threadmem.search.literal.match_sql import match_sql
 
 pytestmark = pytest.mark.django_db
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.support.factories import append, append_tool_exchange, make_thread, open_generation
-from threadmem import services
+from threadmem.domain import services
 from threadmem.errors import InvalidInput, NotFound
+from threadmem.features.search import message_context_read, search_memory
+from threadmem.features.search.answer_caps import AUDIT_READ_MAX_CHARS
 from threadmem.models import ToolCall
-from threadmem.search import message_context_read, search_memory
-from threadmem.search.answer_caps import AUDIT_READ_MAX_CHARS
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import pytest
 from django.db import connection
 
 from tests.support.database import other_session
-from threadmem.search.literal import plan
-from threadmem.search.statements import host_runnable, within_budget
+from threadmem.features.search.literal import plan
+from threadmem.features.search.statements import host_runnable, within_budget
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the time budget is statement_timeout")
 

@@ -14,12 +14,12 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.factories import append, make_thread
 from tests.support.search import newest_first_terms
 from tests.support.sessions import data_dir
-from threadmem.imports.import_once import import_paths
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
-from threadmem.search.database.capabilities import forget_probe
-from threadmem.search.database.term_tokens import common_words, word_lexeme
-from threadmem.search.literal import plan
+from threadmem.features.imports.import_once import import_paths
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.features.search.database.capabilities import forget_probe
+from threadmem.features.search.database.term_tokens import common_words, word_lexeme
+from threadmem.features.search.literal import plan
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 

@@ -11,12 +11,12 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
 from tests.support.search import literal_part_of
-from threadmem import services
+from threadmem.domain import services
 from threadmem.errors import InvalidInput
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.literal import filter_sql as owner_window
-from threadmem.tools import SEARCH_MEMORY, run_tool
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.literal import filter_sql as owner_window
+from threadmem.features.tools import SEARCH_MEMORY, run_tool
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
 

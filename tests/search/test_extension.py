@@ -18,10 +18,10 @@ from django.db import DatabaseError, connection, transaction
 
 from tests.support.factories import append, make_thread
 from tests.support.search import skip_without_search_extension
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import WINDOW_CHARS, WINDOW_LEAD
+from threadmem.features.search.literal.dialects import like_contains, trigram_pattern
 from threadmem.models import Message
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.literal.dialects import like_contains, trigram_pattern
 
 pytestmark = [
     pytest.mark.django_db,

@@ -15,10 +15,10 @@ from django.db.models import Q
 
 from tests.support.factories import append, make_thread, open_generation
 from tests.support.semantic import lane_replaced
-from threadmem import services
+from threadmem.domain import services
+from threadmem.features.search import search_memory
+from threadmem.features.search.shared_sql import searchable_sql
 from threadmem.models import Message
-from threadmem.search import search_memory
-from threadmem.search.shared_sql import searchable_sql
 
 # The tests that search run once with each match statement (tests/conftest.py, thread_match); the two that hold
 # the rule itself search nothing, so they run once.

@@ -6,8 +6,8 @@ import pytest
 
 from tests.support.factories import append
 from tests.support.search import literal_part_of
-from threadmem.search import search_memory
-from threadmem.search.hit_entries import ARGUMENTS_MAX_CHARS
+from threadmem.features.search import search_memory
+from threadmem.features.search.hit_entries import ARGUMENTS_MAX_CHARS
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
 

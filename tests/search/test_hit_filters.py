@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from mcp_server.tools import call_tool, tools
 from tests.support.factories import append
 from threadmem.errors import InvalidInput
-from threadmem.search import search_memory
-from threadmem.tools import SEARCH_MEMORY, SEARCH_MEMORY_TOOL, run_tool
+from threadmem.features.search import search_memory
+from threadmem.features.tools import SEARCH_MEMORY, SEARCH_MEMORY_TOOL, run_tool
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
 

@@ -10,9 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
-from threadmem.search.literal import match_sql as match
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
+from threadmem.features.search.literal import match_sql as match
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")

@@ -11,11 +11,16 @@ from django.db import connection
 from tests.support.database import other_session
 from tests.support.factories import append, fork_at_middle, make_thread, open_generation
 from tests.support.search import literal_part_of
-from threadmem import services
+from threadmem.domain import services
 from threadmem.errors import InvalidInput, NotFound
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import (
+    GLOBAL_RECENT_BYTES,
+    HEADER,
+    SEARCH_COUNT_LIMIT,
+    THREAD_SEARCH_MAX_CHARS,
+)
 from threadmem.models import Message, ToolCall
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import GLOBAL_RECENT_BYTES, HEADER, SEARCH_COUNT_LIMIT, THREAD_SEARCH_MAX_CHARS
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")

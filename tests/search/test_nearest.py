@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from threadmem.search.ranked import vectors
+from threadmem.features.search.ranked import vectors
 
 
 def stable_sort_answer(held: vectors.Held, query: np.ndarray, *, k: int, min_score: float) -> list:

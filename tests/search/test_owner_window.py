@@ -10,13 +10,13 @@ from django.test.utils import CaptureQueriesContext
 
 from tests.support.factories import append, make_thread
 from tests.support.search import choose_plan
-from threadmem import services
+from threadmem.domain import services
+from threadmem.domain.scope import resolve_scope
+from threadmem.features.search import search_memory
+from threadmem.features.search.literal import filter_sql as owner_window
+from threadmem.features.search.literal import plan
+from threadmem.features.search.literal.plan import MatchPlan
 from threadmem.models import Message
-from threadmem.scope import resolve_scope
-from threadmem.search import search_memory
-from threadmem.search.literal import filter_sql as owner_window
-from threadmem.search.literal import plan
-from threadmem.search.literal.plan import MatchPlan
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "postgresql", reason="the window is the PostgreSQL plan's"),

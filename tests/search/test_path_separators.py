@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.factories import append
-from threadmem.search import search_memory
+from threadmem.features.search import search_memory
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match")]
 

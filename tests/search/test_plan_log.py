@@ -6,11 +6,11 @@ import pytest
 from django.db import connection
 
 from tests.support.factories import append
-from threadmem import metrics
 from threadmem.errors import InvalidInput
+from threadmem.features.search import search_memory
+from threadmem.features.search.literal.plan import Branch
+from threadmem.infrastructure import metrics
 from threadmem.models import ToolCall
-from threadmem.search import search_memory
-from threadmem.search.literal.plan import Branch
 
 pytestmark = pytest.mark.django_db
 

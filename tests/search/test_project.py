@@ -14,12 +14,12 @@ from django.core.management import CommandError, call_command
 
 from tests.support.factories import append, make_thread
 from tests.support.semantic import embedded, semantic_part
+from threadmem.domain.scope import resolve_scope
 from threadmem.errors import InvalidInput, NotFound
+from threadmem.features.search import search_memory
+from threadmem.features.search.ranked import thread_legend
 from threadmem.lib.projects import project_normal, project_root
 from threadmem.models import Thread
-from threadmem.scope import resolve_scope
-from threadmem.search import search_memory
-from threadmem.search.ranked import thread_legend
 
 APP = "/home/dev/src/app"
 SHOP = "/home/dev/src/shop"

@@ -24,15 +24,15 @@ from django.db import connection
 
 from tests.support.factories import append, make_thread
 from tests.support.search import skip_without_search_extension
-from threadmem import services
+from threadmem.domain import services
+from threadmem.domain.scope import resolve_scope
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import SEARCH_COUNT_LIMIT
+from threadmem.features.search.hits import candidates_of
+from threadmem.features.search.literal.literal_search import run_plan
+from threadmem.features.search.literal.plan import plan_search
+from threadmem.features.search.statements import within_budget
 from threadmem.models import ToolCall
-from threadmem.scope import resolve_scope
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import SEARCH_COUNT_LIMIT
-from threadmem.search.hits import candidates_of
-from threadmem.search.literal.literal_search import run_plan
-from threadmem.search.literal.plan import plan_search
-from threadmem.search.statements import within_budget
 
 
 def fill(thread, hits: int, *, small: bool = False) -> None:

@@ -17,13 +17,13 @@ from django.db import connection
 from tests.support.factories import append, make_thread, open_generation
 from tests.support.search import literal_part_of
 from tests.support.semantic import embedded, listed_ids, ranked_ids, semantic_part
-from threadmem import services
-from threadmem.embeddings import static
+from threadmem.domain import services
+from threadmem.domain.scope import resolve_scope
+from threadmem.features.embeddings import static
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
+from threadmem.features.search.ranked import keyword, lane, lexicon, vectors
 from threadmem.models import Chunk
-from threadmem.scope import resolve_scope
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
-from threadmem.search.ranked import keyword, lane, lexicon, vectors
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

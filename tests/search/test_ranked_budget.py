@@ -18,9 +18,9 @@ from django.db import connection
 from tests.support.factories import append, make_thread
 from tests.support.search import literal_part_of
 from tests.support.semantic import lane_off, listed_ids, semantic_part
-from threadmem.embeddings import service as embedding_service
-from threadmem.embeddings import static, tasks
-from threadmem.search import search_memory, semantic
+from threadmem.features.embeddings import static, tasks
+from threadmem.features.embeddings import thread_embedding as embedding_service
+from threadmem.features.search import search_memory, semantic
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

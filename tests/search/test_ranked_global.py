@@ -13,15 +13,15 @@ from django.db import connection
 
 from tests.support.factories import append, make_thread
 from tests.support.semantic import embedded, ranked_ids, semantic_part
-from threadmem import services
-from threadmem.embeddings import static
-from threadmem.imports.generations import message_grow_imported
+from threadmem.domain import services
+from threadmem.domain.scope import resolve_scope
+from threadmem.features.embeddings import static
+from threadmem.features.imports.generations import message_grow_imported
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import WORDS_BY_CURSOR
+from threadmem.features.search.ranked import lexicon, ranked_results, spread, thread_legend, vectors
+from threadmem.features.tools.requests import SearchMemoryRequest
 from threadmem.models import EmbeddingProgress, Message
-from threadmem.scope import resolve_scope
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import WORDS_BY_CURSOR
-from threadmem.search.ranked import lexicon, ranked_results, spread, thread_legend, vectors
-from threadmem.tools.requests import SearchMemoryRequest
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from threadmem.features.search.literal.dialects import SqliteDialect, ifind
 from threadmem.lib.terms import fold
-from threadmem.search.literal.dialects import SqliteDialect, ifind
 
 pytestmark = [
     pytest.mark.django_db,

@@ -8,9 +8,9 @@ import pytest
 
 from tests.support.search import literal_part_of
 from tests.support.semantic import lane_replaced
-from threadmem import services
-from threadmem.search import search_memory
-from threadmem.search.answer_caps import (
+from threadmem.domain import services
+from threadmem.features.search import search_memory
+from threadmem.features.search.answer_caps import (
     HEAD_MARK,
     TAIL_MARK,
     THREAD_LITERAL_MAX_CHARS,

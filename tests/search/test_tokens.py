@@ -18,16 +18,16 @@ from tests.support.database import other_session
 from tests.support.factories import append, fork_at_middle, make_thread
 from tests.support.search import skip_without_search_extension
 from tests.support.sessions import LONG, data_dir
-from threadmem import services
-from threadmem.imports.import_once import import_paths
+from threadmem.domain import services
+from threadmem.features.imports.import_once import import_paths
+from threadmem.features.search import search_memory
+from threadmem.features.search.database import capabilities, term_tokens
+from threadmem.features.search.database.capabilities import TOKENS_VERSION
+from threadmem.features.search.database.term_tokens import UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
+from threadmem.features.search.database.token_index import token_indexes_create, token_indexes_drop
+from threadmem.features.search.literal import plan
 from threadmem.lib.terms import query_terms
 from threadmem.models import Message, ToolArgument
-from threadmem.search import search_memory
-from threadmem.search.database import capabilities, term_tokens
-from threadmem.search.database.capabilities import TOKENS_VERSION
-from threadmem.search.database.term_tokens import UNINDEXED_BYTES, UNINDEXED_TOKEN, field_tokens, token_query
-from threadmem.search.database.token_index import token_indexes_create, token_indexes_drop
-from threadmem.search.literal import plan
 
 on_postgresql = pytest.mark.skipif(connection.vendor != "postgresql", reason="the token index is PostgreSQL's")
 

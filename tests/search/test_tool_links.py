@@ -10,11 +10,11 @@ from django.db import connection
 
 from tests.support.factories import append
 from tests.support.search import literal_part_of
-from threadmem import services
+from threadmem.domain import services
+from threadmem.features.search import message_context_read, search_memory
+from threadmem.features.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.database import capabilities as database
 from threadmem.models import Message
-from threadmem.search import message_context_read, search_memory
-from threadmem.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS
-from threadmem.search.database import capabilities as database
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("thread_match", "link_form")]
 

@@ -9,11 +9,11 @@ import pytest
 from api.declared import request_serializer
 from cli.management.commands.search_memory import Command as SearchMemoryCommand
 from mcp_server.tools import tools
+from threadmem.features.search import message_context_read, search_memory
+from threadmem.features.search.answer_caps import QUERY_MAX_CHARS
+from threadmem.features.search.search_service import CHANNEL_MAX_CHARS
+from threadmem.features.tools import REQUESTS, TOOLS, MessageContextReadRequest, SearchMemoryRequest
 from threadmem.lib.projects import PROJECT_MAX_CHARS
-from threadmem.search import message_context_read, search_memory
-from threadmem.search.answer_caps import QUERY_MAX_CHARS
-from threadmem.search.search_service import CHANNEL_MAX_CHARS
-from threadmem.tools import REQUESTS, TOOLS, MessageContextReadRequest, SearchMemoryRequest
 
 DOMAIN = {SearchMemoryRequest: search_memory, MessageContextReadRequest: message_context_read}
 

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.support.factories import append, make_thread
+from threadmem.features.search import search_memory
+from threadmem.features.tools import TOOLS, run_tool
 from threadmem.models import ToolCall
-from threadmem.search import search_memory
-from threadmem.tools import TOOLS, run_tool
 
 
 def test_the_schemas_are_openai_function_tools_that_teach_their_use():

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from tests.support.search import choose_plan
-from threadmem.search.literal import plan as literal_plan
-from threadmem.search.literal.plan import OWNER_WINDOW_THREADS_MAX, MatchPlan, SearchPath, SearchTuning
+from threadmem.features.search.literal import plan as literal_plan
+from threadmem.features.search.literal.plan import OWNER_WINDOW_THREADS_MAX, MatchPlan, SearchPath, SearchTuning
 
 SMALL, LARGE = 1_000, 10**9
 POSTGRES = SimpleNamespace(vendor="postgresql", has_extension=True)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from tests.support.factories import append, make_thread, token_client
 from tests.support.workers import api_post
-from threadmem.compaction import summary
+from threadmem.features.compaction import summary
 from threadmem.models import Compaction, Message, Thread
 
 HEADINGS = [

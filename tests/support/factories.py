@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from threadmem import services
+from threadmem.domain import services
 from threadmem.models import Message, Thread
 
 

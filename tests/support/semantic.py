@@ -9,10 +9,10 @@ from unittest import mock
 
 from django.db import connections
 
-from threadmem.embeddings import service as embedding_service
-from threadmem.embeddings import tasks
-from threadmem.search import search_memory, semantic
-from threadmem.search.answer_caps import SEMANTIC_HEADING
+from threadmem.features.embeddings import tasks
+from threadmem.features.embeddings import thread_embedding as embedding_service
+from threadmem.features.search import search_memory, semantic
+from threadmem.features.search.answer_caps import SEMANTIC_HEADING
 
 EVIDENCE = "The postgres replica fell behind the primary by 40 seconds during the nightly backup."
 PARAPHRASE = "database replication lag"

@@ -3,19 +3,19 @@
 On PostgreSQL the vectors live in pgvector's ``vector`` type where the server
 offers the extension, so this migration enables it first; on a stock server
 the column holds float32 bytes instead and the semantic part ranks exactly in
-NumPy (``threadmem.fields``; ``manage.py check`` warns).
+NumPy (``threadmem.infrastructure.fields``; ``manage.py check`` warns).
 HNSW indexes are per embedding dimension and are created when the first
-vectors of a dimension arrive (threadmem/embeddings/service.py).
+vectors of a dimension arrive (threadmem/features/embeddings/thread_embedding.py).
 """
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-import threadmem.fields
+import threadmem.infrastructure.fields
 
 
 def enable_pgvector(apps, schema_editor):
-    if threadmem.fields.pgvector_in_use(schema_editor.connection):
+    if threadmem.infrastructure.fields.pgvector_in_use(schema_editor.connection):
         schema_editor.execute("CREATE EXTENSION IF NOT EXISTS vector")
 
 
@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                 ("end_of_field", models.BooleanField(default=True)),
                 ("text", models.TextField()),
                 ("dimensions", models.PositiveIntegerField()),
-                ("embedding", threadmem.fields.EmbeddingField()),
+                ("embedding", threadmem.infrastructure.fields.EmbeddingField()),
                 (
                     "message",
                     models.ForeignKey(

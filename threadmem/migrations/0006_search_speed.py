@@ -1,7 +1,7 @@
 """The isolated threads by id, for the global search of an operator.
 
 An operator's global search leaves out the isolated threads, which it looks
-up first (threadmem/scope.py). Without an index that lookup reads every thread:
+up first (threadmem/domain/scope.py). Without an index that lookup reads every thread:
 0.35 ms on 10,000 threads (bench/search.py), growing with the store; with
 this partial index, 0.05 ms. It holds the isolated threads only, so the
 lookup costs what their number costs; the thread rows that appends update

@@ -10,7 +10,7 @@ them. The trigram indexes of 0002 are rebuilt with it; they keep serving
 ``~*`` (terms that are not ASCII).
 
 A server without the extension keeps 0002's indexes and search keeps its
-``~*`` statements (threadmem.search.literal.dialects checks which index it has).
+``~*`` statements (threadmem.features.search.literal.dialects checks which index it has).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ranked lane's keyword index over message pieces (contract §12, threadmem/search/ranked).
+"""The ranked lane's keyword index over message pieces (contract §12, threadmem/features/search/ranked).
 
 PostgreSQL: a generated ``tsvector`` column over ``threadmem_chunk.text``
 (English configuration: stems, stop words) with a GIN index. SQLite: an

@@ -11,7 +11,7 @@ complete there by other means (docs/scaling.md).
 
 The code is this migration's own, as it was when written (a migration runs
 the same on every database, whatever the search code becomes); the search
-code's copy is ``threadmem.search.database.token_index.move_token_indexes``.
+code's copy is ``threadmem.features.search.database.token_index.move_token_indexes``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ all as ``threadmem.models``.
 from __future__ import annotations
 
 from threadmem.models.audit import Deletion, IsolationEvent, ToolCall
-from threadmem.models.threads import (
+from threadmem.models.history import (
     MODEL_VISIBLE,
     SEARCHABLE,
     WITHDRAWN_PREFIX,

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from threadmem.models.threads import NEWEST_FIRST, Message, Thread
+from threadmem.models.history import NEWEST_FIRST, Message, Thread
 
 
 class ToolCall(models.Model):

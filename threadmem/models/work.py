@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from threadmem.fields import EmbeddingField
-from threadmem.models.threads import NEWEST_FIRST, Message, Thread
+from threadmem.infrastructure.fields import EmbeddingField
+from threadmem.models.history import NEWEST_FIRST, Message, Thread
 
 
 class WorkStatus(models.TextChoices):
@@ -24,7 +24,7 @@ LIVE_STATUSES = [WorkStatus.PENDING, WorkStatus.RUNNING]
 
 
 class Import(models.Model):
-    """One import of agent sessions (threadmem/imports): an API upload, or a run of the command.
+    """One import of agent sessions (threadmem/features/imports): an API upload, or a run of the command.
 
     The upload is kept in ``path`` until its task has run; ``errors`` holds
     the first problems (file, line, reason), ``lines_skipped`` counts them all.
@@ -137,7 +137,7 @@ class Compaction(models.Model):
 
 
 class Chunk(models.Model):
-    """One embedded piece of a message, for the semantic part (threadmem/embeddings).
+    """One embedded piece of a message, for the semantic part (threadmem/features/embeddings).
 
     Kept for the messages search may ever show (kind ``message``,
     ``model_visible``); whether one may be shown *now* (isolation,

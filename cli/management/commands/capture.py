@@ -3,11 +3,11 @@
 Reads the hook's JSON on standard input (``session_id``, ``transcript_path``,
 ``cwd``, ``hook_event_name``). ``Stop``, ``SubagentStop``, ``PreCompact`` and
 ``SessionEnd`` import what the session file (and its subagents' files)
-gained since the last capture (``threadmem.imports.capture``);
+gained since the last capture (``threadmem.features.imports.capture``);
 ``SessionStart`` prints the project's earlier sessions as the hook's
-additional context (``threadmem.imports.catalogue``), and with source
+additional context (``threadmem.features.imports.catalogue``), and with source
 ``compact`` first captures what the compaction wrote, then prints where the
-compacted part went (``threadmem.compaction.pointer``). ``--path`` captures a
+compacted part went (``threadmem.features.compaction.pointer``). ``--path`` captures a
 file without a hook (a Codex rollout, a script). The owner is ``--owner``,
 else the owner of the API token in ``THREADMEM_TOKEN``.
 
@@ -30,10 +30,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from threadmem.compaction.pointer import compaction_pointer
-from threadmem.imports.capture import CAPTURE_EVENTS, capture_files, session_capture_files
-from threadmem.imports.catalogue import COMPACT_SOURCE, session_start_catalogue, session_thread
-from threadmem.imports.records import FORMATS
+from threadmem.features.compaction.pointer import compaction_pointer
+from threadmem.features.imports.capture import CAPTURE_EVENTS, capture_files, session_capture_files
+from threadmem.features.imports.catalogue import COMPACT_SOURCE, session_start_catalogue, session_thread
+from threadmem.features.imports.records import FORMATS
 
 TOKEN_VARIABLE = "THREADMEM_TOKEN"
 

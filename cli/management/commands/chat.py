@@ -18,8 +18,9 @@ from typing import Any, TextIO
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem import agent, selectors, services
+from threadmem.domain import selectors, services
 from threadmem.errors import DomainError, NotFound
+from threadmem.features import agent
 from threadmem.models import Message, Thread
 
 EXIT_WORDS = {"/exit", "/quit"}

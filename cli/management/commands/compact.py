@@ -12,10 +12,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem import selectors
-from threadmem.compaction import compacting
-from threadmem.compaction.claim import LIVE, lease_duration
+from threadmem.domain import selectors
 from threadmem.errors import DomainError
+from threadmem.features.compaction import compacting
+from threadmem.features.compaction.claim import LIVE, lease_duration
 from threadmem.models import Compaction
 
 POLL_SECONDS = 0.5

@@ -13,10 +13,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from threadmem.demo import ADMIN_USERNAME, DEPLOY_CHANNEL, admin_ensure, demo_load
-from threadmem.embeddings import choice, tasks
-from threadmem.embeddings import service as embedding_service
-from threadmem.imports.found import sessions_found, sessions_notice
+from threadmem.features.demo import ADMIN_USERNAME, DEPLOY_CHANNEL, admin_ensure, demo_load
+from threadmem.features.embeddings import choice, tasks
+from threadmem.features.embeddings import thread_embedding as embedding_service
+from threadmem.features.imports.found import sessions_found, sessions_notice
 
 # What the notice tells a checkout's user to run, the folders after it; `threadmem serve` says `threadmem import`.
 CHECKOUT_IMPORT = ".venv/bin/python manage.py import_sessions --owner admin"

@@ -15,9 +15,11 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem import llm, selectors
-from threadmem.embeddings import choice, service, tasks
+from threadmem.domain import selectors
 from threadmem.errors import DomainError
+from threadmem.features.embeddings import choice, tasks
+from threadmem.features.embeddings import thread_embedding as service
+from threadmem.infrastructure import llm
 from threadmem.models import EmbeddingProgress, Thread
 
 

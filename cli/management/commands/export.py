@@ -15,7 +15,7 @@ import orjson
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem.imports.export import export_filename, thread_export_lines
+from threadmem.features.imports.export import export_filename, thread_export_lines
 from threadmem.models import Thread
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem.erase.owners import owner_forget
+from threadmem.features.erase.owners import owner_forget
 
 
 class Command(BaseCommand):

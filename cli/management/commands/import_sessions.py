@@ -2,7 +2,7 @@
 
 FORMAT: claude-code, openai, codex or threadmem (an export); by default each file's, from its first record.
 
-Imports agent sessions (contract §11) through ``threadmem.imports``: a PATH is a
+Imports agent sessions (contract §11) through ``threadmem.features.imports``: a PATH is a
 session file or a folder of them (a Claude Code project folder, or
 ``~/.claude/projects`` itself, or ``manage.py export``'s folder). A bad line is reported with its file and
 line number and skipped, except in a threadmem export, which is refused whole (every bad line listed,
@@ -20,13 +20,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from threadmem.domain.services import CHANNEL_MAX_CHARS
 from threadmem.errors import DomainError
-from threadmem.imports.follow import POLL_SECONDS, follow_paths
-from threadmem.imports.import_once import import_paths
-from threadmem.imports.records import FORMATS, session_files
-from threadmem.imports.report import ImportReport
+from threadmem.features.imports.follow import POLL_SECONDS, follow_paths
+from threadmem.features.imports.import_once import import_paths
+from threadmem.features.imports.records import FORMATS, session_files
+from threadmem.features.imports.report import ImportReport
 from threadmem.lib.validate import check_text
-from threadmem.services import CHANNEL_MAX_CHARS
 
 PLAIN_PROGRESS_STEP = 0.1  # a plain progress line every tenth of the bytes
 # The summary names this many threads, then counts the rest (a whole ~/.claude/projects is hundreds).

@@ -16,9 +16,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem import llm
-from threadmem.embeddings import choice, service
-from threadmem.redaction import BATCH_MESSAGES, StoreRedaction, store_redact
+from threadmem.domain.redaction import BATCH_MESSAGES, StoreRedaction, store_redact
+from threadmem.features.embeddings import choice
+from threadmem.features.embeddings import thread_embedding as service
+from threadmem.infrastructure import llm
 
 
 class Command(BaseCommand):

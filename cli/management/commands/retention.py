@@ -11,7 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from threadmem.erase.retention import retention_due, retention_run, unfinished_deletions
+from threadmem.features.erase.retention import retention_due, retention_run, unfinished_deletions
 
 
 class Command(BaseCommand):

@@ -13,10 +13,10 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem.errors import DomainError
+from threadmem.features.search import search_memory
+from threadmem.features.tools import SearchMemoryRequest
 from threadmem.infrastructure.replicas import read
 from threadmem.models import ToolCall
-from threadmem.search import search_memory
-from threadmem.tools import SearchMemoryRequest
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from threadmem.search.database.token_index import (
+from threadmem.features.search.database.token_index import (
     TokenIndexUnavailable,
     token_index_status,
     token_indexes_create,

@@ -7,7 +7,7 @@
 - ``health``: whether a replica answers, how far behind it is, whether its host loads its catalog's libraries;
 - ``router``: the ORM's half (``ReplicaRouter``).
 
-The raw SQL of a read reaches the chosen database through Django's router (``threadmem.db.reading``): the
+The raw SQL of a read reaches the chosen database through Django's router (``threadmem.domain.db.reading``): the
 modules that run it never name a replica. A replica's database backend (``threadmem.infrastructure.
 replica_backend``) reports a connection that fails to open (``unreachable``). Without replicas nothing here runs:
 no statement, no cache lookup, no router.

@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, InterfaceError, OperationalError, connections
 from django.db.backends.signals import connection_created
 
-from threadmem import metrics
+from threadmem.infrastructure import metrics
 from threadmem.infrastructure.replicas.positions import lsn
 from threadmem.infrastructure.replicas.state import PREFIX, current
 

@@ -1,5 +1,5 @@
 """The ORM's half (DATABASE_ROUTERS, set only with replicas): reads where the current read goes, writes on the
-primary. Raw SQL asks the same router (``threadmem.db.reading``)."""
+primary. Raw SQL asks the same router (``threadmem.domain.db.reading``)."""
 
 from __future__ import annotations
 

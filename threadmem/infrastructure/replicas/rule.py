@@ -3,7 +3,7 @@
 Every entry point runs its model-facing reads through ``read(fn, caller)``: HTTP (REST and the console) by
 ``ReadRoutingMiddleware`` for the views marked ``model_facing_read``, the memory tools (MCP, agent turns) in
 ``tools.tool_answer``, the CLI's ``search_memory``. For the read's duration the ORM's reads (``ReplicaRouter``)
-and the raw statements (``threadmem.db.reading``, through Django's router) go to the database ``choose`` picks
+and the raw statements (``threadmem.domain.db.reading``, through Django's router) go to the database ``choose`` picks
 for the caller; writes stay on the primary.
 
 A search is a read whatever the method that carries it (REST's GET and POST alike): its tool-call log row is the
@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
-from threadmem import metrics
+from threadmem.infrastructure import metrics
 from threadmem.infrastructure.replicas import health, positions
 from threadmem.infrastructure.replicas.state import Read, aliases, current
 

@@ -1,0 +1,62 @@
+"""Which model embeds: a configured OpenAI-compatible one, else one that runs in this process from a package.
+
+``active_model()`` names the vectors search ranks by and appends store;
+``embed`` sends texts to that model. A configured model replaces the
+in-process ones. Of those, ``THREADMEM_STATIC_EMBEDDINGS`` picks: ``true``
+the static model (``static.py``), ``minilm`` the sentence-embedding model
+(``minilm.py``; the static one where its packages are missing), ``false``
+none (no vectors at all without a configured model).
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cache
+
+from django.conf import settings
+
+from threadmem.features.embeddings import minilm, static
+from threadmem.infrastructure import llm
+
+logger = logging.getLogger(__name__)
+
+
+@cache
+def _minilm_installed() -> bool:
+    if minilm.available():
+        return True
+    logger.warning("THREADMEM_STATIC_EMBEDDINGS=minilm but its packages are not installed: the static model embeds")
+    return False
+
+
+def active_model() -> str:
+    """The embedding model in force ("" when none)."""
+    if llm.embeddings_configured():
+        return llm.embedding_model()
+    if settings.THREADMEM_MINILM_EMBEDDINGS and _minilm_installed():
+        return minilm.MINILM_MODEL
+    return static.STATIC_MODEL if settings.THREADMEM_STATIC_EMBEDDINGS else ""
+
+
+def in_process(model: str) -> bool:
+    """Whether ``model`` runs in this process (no server to wait for: the lane's tight budget applies)."""
+    return model in (static.STATIC_MODEL, minilm.MINILM_MODEL)
+
+
+def load(model: str) -> None:
+    """Load an in-process model now (once a process), so that the first search does not pay for it."""
+    if model == static.STATIC_MODEL:
+        static.model()
+    elif model == minilm.MINILM_MODEL:
+        minilm.model()
+
+
+def embed(texts: list[str], *, model: str, timeout: float | None = None) -> list[list[float]]:
+    """One vector per text from ``model``: in this process for the in-process models, else from the model server."""
+    if model == static.STATIC_MODEL:
+        return static.embed(texts)
+    if model == minilm.MINILM_MODEL:
+        return minilm.embed(texts)
+    if timeout is None:  # the client's own timeout (THREADMEM_LLM_TIMEOUT)
+        return llm.embed(texts, model=model)
+    return llm.embed(texts, model=model, timeout=timeout)

@@ -1,0 +1,368 @@
+"""Which (term, field) pairs match: the match statement, as small rows newest first.
+
+Each statement selects ids, metadata and a length bound per matching field;
+text leaves the database only in the windows of small fields that could be
+listed (``with_small_windows``). Which statement runs, and each term's
+branch, is the plan's choice (``plan.py``): this module writes it, deciding
+nothing and running nothing. It takes the fragments every branch needs once
+per statement (``Dialect.statement_sql``, ``filter_sql.statement_filters``),
+writes one ``UNION ALL`` branch per term and field kind (``union_sql``), and
+wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
+
+* ``SCAN``: every row of the scope, a test no index serves; ``TRIGRAM``: the
+  trigram index (``Dialect.matches``). A thread's terms take only these.
+* A global scope's branches stop at SEARCH_COUNT_LIMIT + 1 rows, newest
+  first, and may also be:
+* ``TOKEN``: the fields the token index selects from exact posting lists,
+  sorted newest first on their small columns, each re-checked literally
+  until the limit (``token_branch``);
+* ``NEWEST``: the content tested newest first with no index;
+  ``SHARED_NEWEST``: one read of the newest messages (``nf``) shared by
+  several common words, since decompressing them is most of the cost
+  (``stream_sql``);
+* ``WINDOW``: the owner's newest messages first (``ow``,
+  ``filter_sql.window_sql``), every searchable message of the scope from some
+  id on; the term's index branches then read only older messages, and only
+  while the window holds at most SEARCH_COUNT_LIMIT of its hits.
+
+Figures and reasons: docs/search.md ("The token index", "Common words share
+one read", "An owner's window").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from threadmem.domain.scope import SearchScope
+from threadmem.features.search.answer_caps import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
+from threadmem.features.search.database.capabilities import TOKEN_CANDIDATES
+from threadmem.features.search.database.term_tokens import UNINDEXED_QUERY
+from threadmem.features.search.hits import candidate_columns
+from threadmem.features.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
+from threadmem.features.search.literal.filter_sql import StatementFilters, statement_filters
+from threadmem.features.search.literal.plan import Branch, TermPlan
+
+Sql = tuple[str, list[Any]]
+
+
+def match_sql(
+    scope: SearchScope,
+    planned: Sequence[TermPlan],
+    dialect: Dialect,
+    *,
+    spelled: Mapping[int, str] | None = None,
+    start: tuple[int, int, int] | None = None,
+    described_max_chars: int | None = None,
+) -> tuple[str, list[Any]]:
+    """Every (term, field) match in the scope, each term's branches as its ``TermPlan.branch`` says (a scan
+    reads the scope's rows, ``Dialect.scan_matches``; the others go through the indexes), in listing order with
+    the small fields' windows. ``spelled``: as ``union_sql``."""
+    terms = [term.term for term in planned]
+    sql = dialect.statement_sql(terms, narrow=not scope.is_global)
+    filters = statement_filters(scope, dialect, window=any(term.branch == Branch.WINDOW for term in planned))
+    matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
+    return with_small_windows(
+        matches,
+        params,
+        terms,
+        dialect,
+        scope=scope,
+        start=start,
+        sql=sql,
+        filters=filters,
+        described_max_chars=described_max_chars,
+    )
+
+
+CONTENT_COLUMNS = (
+    "m.id AS message_id, 0 AS arg_id, '' AS path, {min_chars} AS min_chars, m.session_id, m.generation, m.role"
+)
+ARGUMENT_COLUMNS = (
+    "a.message_id AS message_id, a.id AS arg_id, a.path AS path, {min_chars} AS min_chars, "
+    "m.session_id, m.generation, m.role"
+)
+# Per field kind: the column matched, the columns selected, the rows read, the order a global branch stops in.
+_FIELD_KINDS = (
+    ("content", "m.content", CONTENT_COLUMNS, "FROM threadmem_message m", "m.id DESC"),
+    (
+        "argument",
+        "a.value",
+        ARGUMENT_COLUMNS,
+        "FROM threadmem_toolargument a JOIN threadmem_message m ON m.id = a.message_id",
+        "a.message_id DESC, a.id",
+    ),
+)
+
+
+def union_sql(
+    scope: SearchScope,
+    planned: Sequence[TermPlan],
+    sql: StatementSql,
+    filters: StatementFilters,
+    *,
+    spelled: Mapping[int, str] | None,
+) -> tuple[str, list[Any]]:
+    """Every (term, field) branch of the plan, ``UNION ALL``, with the CTEs they read first (the module docstring
+    names the kinds). ``spelled`` maps a term's index to the thread's spelling of it (``spellings``), tried in
+    content before the regex."""
+    limit = SEARCH_COUNT_LIMIT + 1 if scope.is_global else None
+    searchable, searchable_params = filters.searchable
+    scopes = {"content": filters.content, "argument": filters.argument}
+    listed = {kind: columns.format(min_chars=sql.min_chars[column]) for kind, column, columns, *_ in _FIELD_KINDS}
+    ctes = global_ctes(planned, sql, filters, listed["content"]) if scope.is_global else []
+    selects: list[str] = []
+    params: list[Any] = []
+    for index, term in enumerate(planned):
+        fragments = sql.terms[index]
+        if term.branch == Branch.WINDOW:
+            ctes += term_window_sql(index, fragments, **listed)
+            selects.append(f"SELECT * FROM w{index}")
+        for kind, column, _columns, rows, order in _FIELD_KINDS:
+            where, where_params = scopes[kind]
+            if term.branch == Branch.WINDOW:
+                where = f"{where} AND {before_window_sql(index)}"
+            if kind == "argument" and limit:
+                bound = not_older_than_content_sql(index, indexed=term.branch != Branch.TOKEN)
+                where = f"{where} AND {bound}"
+            where, where_params = f"{where} AND {searchable}", [*where_params, *searchable_params]
+            if term.branch == Branch.TOKEN:
+                branch, branch_params = token_branch(
+                    index, kind, term.query, fragments.scans[column], listed[kind], where, where_params, limit
+                )
+            elif kind == "content" and term.branch == Branch.SHARED_NEWEST:
+                branch, branch_params = streamed_branch(index, fragments, listed[kind], where, where_params, limit)
+            else:
+                scanned = term.branch == Branch.SCAN or (kind == "content" and term.branch == Branch.NEWEST)
+                match, pattern = fragments.scans[column] if scanned else fragments.matches[column]
+                match_params = [pattern]
+                if kind == "content" and spelled and index in spelled:
+                    match = f"({column} LIKE %s OR {match})"
+                    match_params = [like_contains(spelled[index]), *match_params]
+                branch = f"SELECT {index} AS term, {listed[kind]} {rows} WHERE {where} AND {match}"
+                branch_params = [*where_params, *match_params]
+                if limit:
+                    branch += f" ORDER BY {order} LIMIT %s"
+                    branch_params.append(limit)
+            if kind == "content" and limit:
+                # A CTE: the term's argument branch reads where its content branch stopped.
+                ctes.append((f"c{index} AS MATERIALIZED ({branch})", branch_params))
+                selects.append(f"SELECT * FROM c{index}")
+            else:
+                selects.append(f"SELECT * FROM ({branch}) {kind[0]}{index}")
+                params += branch_params
+    matches = " UNION ALL ".join(selects)
+    if ctes:
+        matches = f"WITH {', '.join(cte for cte, _ in ctes)} {matches}"
+        params = [*(param for _, cte_params in ctes for param in cte_params), *params]
+    return matches, params
+
+
+def not_older_than_content_sql(index: int, *, indexed: bool) -> str:
+    """What a global term's argument branch adds to its WHERE: no message older than its content branch's last row
+    once that branch reached the limit (a term lists its newest fields, a message's content before its arguments,
+    so such an argument is never among them: a common word's argument branch stops where its content did).
+
+    ``indexed``: the bound may narrow the trigram index's candidates through the (message id) index before their
+    costly re-check; a token branch's exact, short posting list only filters by it (docs/search.md).
+    """
+    message_id = "a.message_id" if indexed else "(a.message_id + 0)"
+    return (
+        f"{message_id} >= coalesce((SELECT min(c.message_id) FROM c{index} c "
+        f"HAVING count(*) > {SEARCH_COUNT_LIMIT}), 0)"
+    )
+
+
+# A field this small (Dialect.min_chars) gets its window with the match
+# (with_small_windows): on PostgreSQL at most 2 KB, stored in the row itself.
+SMALL_FIELD_CHARS = 500
+
+
+def with_small_windows(
+    matches: str,
+    params: list[Any],
+    terms: Sequence[str],
+    dialect: Dialect,
+    *,
+    scope: SearchScope,
+    start: tuple[int, int, int] | None = None,
+    sql: StatementSql | None = None,
+    filters: StatementFilters | None = None,
+    described_max_chars: int | None = None,
+) -> tuple[str, list[Any]]:
+    """The rows of ``matches`` (the match columns, ``CONTENT_COLUMNS``) in listing order, then two columns
+    ``listing.MatchRow`` names: the term's position and the window's characters, or NULL for a row left to the
+    windows statement, and the link columns of a row with a window (``StatementFilters.links``).
+
+    A row gets its window here when its field is small (``min_chars`` at most
+    SMALL_FIELD_CHARS: on PostgreSQL text that sits in the row itself) and the
+    entries before it in its term, each at the fewest characters
+    ``fields_to_window`` could count, leave room under the cap. When every
+    field the listing needs is such a field, as for most rare terms, the
+    windows statement does not run; a large field is left to it, which stops
+    at the cap instead of reading on the chance of a listing.
+
+    ``start``: a later page's cursor key: only rows from it on get windows,
+    counted from it. ``described_max_chars``: the cap when no row matches the
+    whole query, for a described question's first page (``literal_search`` decides).
+    """
+    # ``sql``, ``filters``: the match statement's, else the same here (recent_sql.py).
+    sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
+    filters = filters or statement_filters(scope, dialect)
+    cost = f"{HEADER_CHARS_AT_LEAST} + {sql.least_window}"
+    rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
+    terms_params: list[Any] = []
+    for index, term in enumerate(terms):
+        terms_params += [index, sql.terms[index].pattern, sql.terms[index].needle, len(term)]
+    after, after_params = "1 = 1", []
+    if start is not None:
+        term, negative_message_id, arg_id = start
+        after = "(u.term > %s OR (u.term = %s AND (u.message_id < %s OR (u.message_id = %s AND u.arg_id >= %s))))"
+        message_id = -negative_message_id
+        after_params = [term, term, message_id, message_id, arg_id]
+    links, links_params = filters.links
+    # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
+    # window do not apply them (a no-op "1 = 1" without filters).
+    filtered, filtered_params = filters.candidates
+    cap, cap_params, whole = "%s", [THREAD_LITERAL_MAX_CHARS], ""
+    if described_max_chars is not None:
+        cap, cap_params = "CASE WHEN s.whole = 1 THEN %s ELSE %s END", [THREAD_LITERAL_MAX_CHARS, described_max_chars]
+        whole = ", max(CASE WHEN u.term = 0 THEN 1 ELSE 0 END) OVER () AS whole"
+    body = (
+        "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
+        "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
+    )
+    statement = (
+        f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
+        "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
+        f"CASE WHEN w.pos > 0 THEN {sql.window} END, "
+        f"{links} "
+        "FROM ("
+        "SELECT v.*, "
+        f"CASE WHEN v.body IS NOT NULL THEN {sql.position} END AS pos "
+        "FROM ("
+        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < {cap} AND s.after = 1 THEN {body} || '' END AS body "
+        "FROM ("
+        "SELECT u.*, t.pattern, t.needle, "
+        f"sum(CASE WHEN {after} THEN {cost} ELSE 0 END) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, "
+        f"u.arg_id ROWS UNBOUNDED PRECEDING) - CASE WHEN {after} THEN {cost} ELSE 0 END AS before, "
+        f"CASE WHEN {after} THEN 1 ELSE 0 END AS after{whole} "
+        f"FROM ({matches}) u JOIN t ON t.term = u.term WHERE {filtered}"
+        f") s {dialect.fence}) v {dialect.fence}) w "
+        "ORDER BY w.term, w.message_id DESC, w.arg_id"
+    )
+    return statement, [
+        *terms_params,
+        *links_params,
+        SMALL_FIELD_CHARS,
+        *cap_params,
+        *after_params * 3,
+        *params,
+        *filtered_params,
+    ]
+
+
+# Older than every message when the window holds none.
+_NO_WINDOW = 2**63 - 1
+# Candidate's columns on the CTEs' aliases, the same for every statement.
+_WINDOW_COLUMNS = candidate_columns("c")
+_STREAM_COLUMNS = candidate_columns("x", term=False)
+_STREAMED_COLUMNS = candidate_columns("n", term=False)
+
+
+def global_ctes(planned: Sequence[TermPlan], sql: StatementSql, filters: StatementFilters, content: str) -> list[Sql]:
+    """The CTEs a global statement's branches read first: the owner's window (``ow``) when a term reads it, the
+    newest messages two or more common words share (``nf``). ``content``: the content branches' columns."""
+    ctes = [filters.window] if filters.window is not None else []
+    shared = [index for index, term in enumerate(planned) if term.branch == Branch.SHARED_NEWEST]
+    if shared:
+        where, where_params = filters.content
+        searchable, searchable_params = filters.searchable
+        scans = [sql.terms[index].scans["x.body"] for index in shared]
+        where, where_params = f"{where} AND {searchable}", [*where_params, *searchable_params]
+        ctes.append(stream_sql(shared, scans, content, where, where_params, planned[shared[0]].rows))
+    return ctes
+
+
+def token_branch(
+    index: int,
+    kind: str,
+    query: str | None,
+    recheck: tuple[str, Any],
+    columns: str,
+    where: str,
+    where_params: list[Any],
+    limit: int | None,
+) -> Sql:
+    """A term's ``TOKEN`` branch on field ``kind``: the fields the token index selects (``query``), in the scope
+    (``where``), newest first, each re-checked literally (``recheck``: the scan's condition and its parameter)
+    until ``limit``."""
+    candidates, join, order = TOKEN_CANDIDATES[kind]
+    test, needle = recheck
+    branch = (
+        f"SELECT {index} AS term, {columns} FROM ({candidates.format(where=where)}) k "
+        f"{join} WHERE {test} ORDER BY {order} LIMIT %s"
+    )
+    return branch, [*where_params, query, UNINDEXED_QUERY, *where_params, needle, limit]
+
+
+def stream_sql(
+    indexes: Sequence[int], scans: Sequence[tuple[str, Any]], columns: str, where: str, where_params: list, rows: int
+) -> Sql:
+    """The CTE ``nf``: the newest ``rows`` messages ``where`` admits, newest first: the content branches'
+    ``columns``, then a flag ``h<index>`` for each term at ``indexes`` (``scans``: its test on ``x.body``)."""
+    flags = [f"{test} AS h{index}" for index, (test, _) in zip(indexes, scans, strict=True)]
+    statement = (
+        # Not the text itself: the CTE keeps its rows in memory, and would spill the decompressed text to disk.
+        f"nf AS MATERIALIZED (SELECT {_STREAM_COLUMNS}, {', '.join(flags)} FROM ("
+        # content || '': the value decompressed once, for every term's test.
+        f"SELECT {columns}, m.content || '' AS body FROM threadmem_message m WHERE {where} "
+        "ORDER BY m.id DESC LIMIT %s) x)"
+    )
+    return statement, [*(needle for _, needle in scans), *where_params, rows]
+
+
+def streamed_branch(
+    index: int, fragments: TermSql, columns: str, where: str, where_params: list[Any], limit: int | None
+) -> Sql:
+    """A shared word's content branch: its hits in ``nf``, newest first, then in older messages: that read runs
+    only when ``nf`` held fewer than ``limit`` (the outer LIMIT stops the ``UNION ALL`` before it)."""
+    test, needle = fragments.scans["m.content"]
+    statement = (
+        f"SELECT * FROM (SELECT {index} AS term, {_STREAMED_COLUMNS} FROM nf n WHERE n.h{index} "
+        "UNION ALL "
+        f"SELECT * FROM (SELECT {index} AS term, {columns} FROM threadmem_message m WHERE {where} "
+        f"AND m.id < (SELECT min(o.message_id) FROM nf o) AND {test} ORDER BY m.id DESC LIMIT %s) older) s LIMIT %s"
+    )
+    return statement, [*where_params, needle, limit, limit]
+
+
+def term_window_sql(index: int, fragments: TermSql, *, content: str, argument: str) -> list[Sql]:
+    """The CTEs ``wc<index>`` and ``w<index>``: the term's newest hits in the window, in content, then content
+    and arguments (``content``/``argument``: the columns each selects), newest first up to the limit; arguments
+    only up to the content's last hit once it holds the limit (as ``not_older_than_content_sql``)."""
+    in_content, content_needle = fragments.scans["m.content"]
+    in_argument, argument_needle = fragments.scans["a.value"]
+    limit = SEARCH_COUNT_LIMIT + 1
+    in_window = (
+        f"wc{index} AS MATERIALIZED (SELECT {index} AS term, {content}, m.rn FROM ow m WHERE {in_content} LIMIT %s)"
+    )
+    rows_read = f"(SELECT max(c.rn) FROM wc{index} c HAVING count(*) > {SEARCH_COUNT_LIMIT})"
+    both = (
+        f"w{index} AS MATERIALIZED ("
+        f"SELECT {_WINDOW_COLUMNS} FROM wc{index} c "
+        "UNION ALL "
+        f"SELECT * FROM (SELECT {index} AS term, {argument} FROM (SELECT * FROM ow LIMIT {rows_read}) m "
+        "CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id ORDER BY x.id "
+        "OFFSET 0) a "
+        f"WHERE {in_argument} LIMIT %s) a)"
+    )
+    return [(in_window, [content_needle, limit]), (both, [argument_needle, limit])]
+
+
+def before_window_sql(index: int) -> str:
+    """What a term's index branch adds to its WHERE: messages older than the window, and only while it lacks hits."""
+    return (
+        f"m.id < (SELECT coalesce(min(o.id), {_NO_WINDOW}) FROM ow o) "
+        f"AND (SELECT count(*) FROM w{index}) <= {SEARCH_COUNT_LIMIT}"
+    )

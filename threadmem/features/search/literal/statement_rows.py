@@ -1,0 +1,148 @@
+"""What the literal statements return, read into data: the match statement's rows, the windows statement's, and
+the candidates the listing keeps of them.
+
+The rows come in listing order (``match_sql.with_small_windows``), some with their
+window already cut. ``listing_of`` keeps a global term's first
+SEARCH_COUNT_LIMIT fields and a later page's rows from its cursor on, and
+says which cap applies: the data the windows statement and the layout
+(``answer_layout.literal_part``) then take. Nothing here runs a statement or
+writes text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from threadmem.domain.scope import SearchScope
+from threadmem.features.search.answer_caps import (
+    SEARCH_COUNT_LIMIT,
+    THREAD_LITERAL_MAX_CHARS,
+    WINDOW_CHARS,
+    WINDOW_LEAD,
+)
+from threadmem.features.search.hits import Candidate, Coverage, Link, MatchedBy, WindowKey, candidates_of
+from threadmem.features.search.hits import links_of as hits_links_of
+from threadmem.features.search.page_cursor import CursorPosition
+from threadmem.lib.windows import Window, windows_from_slices
+
+
+class MatchRow(NamedTuple):
+    """One row of a match statement, in ``with_small_windows``'s column order."""
+
+    term: int  # index into the query's terms
+    message_id: int
+    arg_id: int  # 0: the message content; else the ToolArgument id
+    path: str
+    min_chars: int | None
+    session_id: str
+    generation: int
+    role: str
+    position: int | None  # the term's first position (0: no longer matches); None: left to the windows statement
+    piece: str | None  # the window's characters when position > 0
+    link_tool: str | list[str | None] | None  # with a window: the tool and other half (hits.link_of)
+    link_ids: str | None
+    link_arguments: str | None
+
+
+def match_rows(rows: Sequence[Sequence[Any]]) -> list[MatchRow]:
+    return [MatchRow._make(row) for row in rows]
+
+
+class Matches(NamedTuple):
+    rows: list[MatchRow]
+    coverage: Coverage
+    matched_by: MatchedBy
+
+
+class WindowRow(NamedTuple):
+    """One row of the windows statement (``window_sql.py``)."""
+
+    ordinal: int  # the pair's place in the listing order
+    position: int | None  # the term's first position in the field; 0 or None: it no longer matches
+    piece: str | None  # the window's characters
+    link_tool: str | list[str | None] | None  # the field's tool and other half (hits.link_of)
+    link_ids: str | None
+    link_arguments: str | None
+
+
+def windows_at(rows: Iterable[Any]) -> list[tuple[int, Window] | None]:
+    """(position, Window) of each row's ``position`` and ``piece`` (None: the field no longer matches)."""
+    slices = [(row.position, row.piece) for row in rows]
+    return windows_from_slices(slices, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+
+
+class Cut(NamedTuple):
+    """What the windows statement (or the match statement before it) cut."""
+
+    windows: dict[WindowKey, tuple[int, Window] | None]  # (field, term) -> (position, Window); None: no match
+    links: dict[tuple[int, int], Link]  # field -> its tool and other half, for the fields with a window
+
+
+def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]]) -> Cut:
+    """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them."""
+    read = [WindowRow._make(row) for row in rows]
+    windows = dict(zip((pairs[row.ordinal][1] for row in read), windows_at(read), strict=True))
+    cut = [row for row in read if row.position]
+    links = dict(zip((pairs[row.ordinal][1][0] for row in cut), links_of(cut), strict=True))
+    return Cut(windows, links)
+
+
+def links_of(rows: Sequence[Any]) -> list[Link]:
+    """The link columns of rows that got a window (``hits.links_of``)."""
+    return hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for row in rows])
+
+
+class Listing(NamedTuple):
+    """The candidates the listing may show, in listing order, and what the layout needs to list them."""
+
+    candidates: list[Candidate]
+    seeds: list[Candidate]  # a later page's earlier candidates on the fields it may list (answer_layout.literal_part)
+    cut: Cut  # the windows the match statement cut already
+    bounded: bool  # a global term passed SEARCH_COUNT_LIMIT
+    coverage: Coverage
+    max_chars: int  # the literal part's cap
+    listed_before: int  # hits the earlier pages listed
+
+
+def listing_of(
+    scope: SearchScope, matches: Matches, *, start: CursorPosition | None, described_max_chars: int | None
+) -> Listing:
+    """The candidates the listing keeps of ``matches`` (a global term's first SEARCH_COUNT_LIMIT; a later
+    page's from its key on) and the cap: ``described_max_chars`` when no candidate matches the whole query
+    (``literal_search`` decides)."""
+    key = start.key if start is not None else None
+    listed_before = start.listed_before if start is not None else 0
+    rows, coverage = matches.rows, matches.coverage
+    if coverage == Coverage.NONE:
+        return Listing([], [], Cut({}, {}), False, coverage, THREAD_LITERAL_MAX_CHARS, 0)
+    candidates = candidates_of(rows)
+    # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
+    windowed = [row for row in rows if row.position is not None]
+    linked = [row for row in windowed if row.position]
+    cut = Cut(
+        dict(zip((((row.message_id, row.arg_id), row.term) for row in windowed), windows_at(windowed), strict=True)),
+        dict(zip(((row.message_id, row.arg_id) for row in linked), links_of(linked), strict=True)),
+    )
+    bounded = False
+    if scope.is_global:
+        kept: list[Candidate] = []
+        per_term: dict[int, int] = {}
+        for candidate in candidates:
+            count = per_term.get(candidate.term, 0)
+            if count == SEARCH_COUNT_LIMIT:
+                bounded = True
+                continue
+            per_term[candidate.term] = count + 1
+            kept.append(candidate)
+        candidates = kept
+    max_chars = THREAD_LITERAL_MAX_CHARS
+    if described_max_chars is not None and not any(c.term == 0 for c in candidates):
+        max_chars = described_max_chars
+    seeds: list[Candidate] = []
+    if key is not None:
+        page = [candidate for candidate in candidates if candidate.listing_key >= key]
+        fields = {candidate.field_key for candidate in page}
+        seeds = [c for c in candidates if c.listing_key < key and c.field_key in fields]
+        candidates = page
+    return Listing(candidates, seeds, cut, bounded, coverage, max_chars, listed_before)

@@ -1,0 +1,312 @@
+"""The ranked lane: keyword and meaning rankings of the scope's pieces, fused, listed best first.
+
+``ranked_results`` is what ``search/semantic.py`` runs. It ranks
+the pieces (``threadmem_chunk``) of the embedding model in force
+(``embeddings/choice.py``: a configured one, else the static one) two ways:
+
+- keyword relevance (``keyword.py``: the database's full-text engine);
+- meaning: cosine similarity of the piece's vector to the whole query's
+  (``embeddings/retrieve.py``), at least a threshold;
+
+then collapses each ranking to messages (a message's best piece) and fuses
+them by weighted reciprocal rank: a message's score is the sum over the
+rankings of ``weight / (RRF_K + rank)``. The static model's meaning ranking
+weighs less than keywords (on LoCoMo it finds less: docs/search.md); a
+configured model's weighs the same. The answer is a ``RankedText``: the
+entries, so that ``share.fit`` can leave out messages the literal part
+already lists and stop at an entry's end when the room runs out.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cached_property, partial
+
+from django.conf import settings
+
+from threadmem.domain.db import reading as connection  # where reads go now (the primary outside a model-facing read)
+from threadmem.domain.scope import SearchScope
+from threadmem.features.embeddings import choice, retrieve, static
+from threadmem.features.search.answer_caps import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
+from threadmem.features.search.hit_entries import one_line
+from threadmem.features.search.ranked import keyword, neighbours, spread, thread_legend, vectors
+from threadmem.features.search.shared_sql import in_ids
+from threadmem.infrastructure import llm
+from threadmem.lib.windows import Window
+
+# Messages each ranking contributes, and listed at most (the room cuts sooner):
+# meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
+RANKED_TOP_K = 150
+# Keyword pieces read per message listed (a long tool result's pieces collapse
+# into its best one; a conversation's turns are one piece each).
+KEYWORD_PIECES_PER_RESULT = 2
+# The first RANKED_FULL_ENTRIES entries show this much of their piece, where its
+# query words weigh most; the later ones a shorter window: what limits the lane
+# is how many entries fit in the room (docs/search.md,
+# "How the 12,000 characters are shared").
+RANKED_WINDOW_CHARS = 300
+RANKED_WINDOW_LEAD = 60
+RANKED_FULL_ENTRIES = 10
+RANKED_SHORT_WINDOW_CHARS = 100
+SCORE_DIGITS = 2
+# Whether the best messages' neighbours are listed with them (neighbours.py); off only to measure what they add.
+NEIGHBOURS_ON = True
+# Occurrences of one query word looked at in a piece (a window is placed at one of them).
+MAX_POSITIONS = 20
+# Reciprocal rank fusion's constant, tuned on LoCoMo (docs/search.md, "How the 12,000 characters are shared").
+RRF_K = 10
+# Meaning's weight in the fusion and its similarity threshold, for the static
+# model and for a configured one.
+STATIC_MEANING_WEIGHT = 0.5
+STATIC_MIN_SIMILARITY = 0.3
+CONFIGURED_MEANING_WEIGHT = 1.0
+CONFIGURED_MIN_SIMILARITY = 0.3
+# A model server's call may outlive the search's deadline by this much.
+CALL_GRACE_SECONDS = 1.0
+# A model error quoted in a note stops here (the lane's and the memory answer's, semantic.py).
+NOTE_ERROR_CHARS = 300
+NO_MATCH = "No messages match the query by keyword or by meaning."
+NO_MODEL = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
+HEAD = (
+    f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
+    "its thread's messages just before and after it (messages the literal part lists are not repeated):"
+)
+_WORD = re.compile(r"\w{3,}")
+# A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
+STEM_CHARS = 5
+
+
+class Entry:
+    """One ranked message's entry, its text written when first read: most of a lane's entries are never shown."""
+
+    def __init__(self, message_id: int, render: Callable[[], str]) -> None:
+        self.message_id, self._render = message_id, render
+
+    @cached_property
+    def text(self) -> str:
+        return self._render()
+
+
+class RankedText(str):
+    """The lane's head and its first entries as text; all its entries for ``share.fit``, which leaves out the
+    messages the literal part lists. In the global scope each entry's thread line too (``threads.py``), listed
+    once for the entries shown."""
+
+    head: str
+    entries: list[Entry]
+    note: str  # the head's note alone (shown when no entry is left to show)
+    thread_lines: dict[int, str]  # message id -> its thread's line (global scope)
+
+    @classmethod
+    def of(
+        cls, head: str, entries: list[Entry], *, note: str = "", thread_lines: dict[int, str] | None = None
+    ) -> RankedText:
+        lines = thread_lines or {}
+        shown, used = [], len(head)
+        for entry in entries:  # as much as a whole answer could ever show
+            if used > THREAD_SEARCH_MAX_CHARS:
+                break
+            shown.append(entry)
+            used += 1 + len(entry.text)
+        legend = list(dict.fromkeys(lines[entry.message_id] for entry in shown if entry.message_id in lines))
+        text = cls(
+            "\n".join([head, *(entry.text for entry in shown), *([thread_legend.HEAD, *legend] if legend else [])])
+        )
+        text.head, text.entries, text.note, text.thread_lines = head, entries, note, lines
+        return text
+
+
+@dataclass(frozen=True)
+class Ranked:
+    match: retrieve.Match
+    score: float
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A message one ranking lists: its best piece, and that piece's details when the ranking read them."""
+
+    message_id: int
+    chunk_id: int | None
+    score: float
+    match: retrieve.Match | None = None
+
+
+def _by_message(pieces: list[tuple[int, int, float]]) -> list[Hit]:
+    """The best piece of each message, keeping the ranking's order."""
+    seen: set[int] = set()
+    kept = []
+    for chunk_id, message_id, score in pieces:
+        if message_id not in seen:
+            seen.add(message_id)
+            kept.append(Hit(message_id, chunk_id, score))
+    return kept
+
+
+def keyword_hits(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
+) -> list[Hit]:
+    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, held=held)
+    return _by_message(ranked)[:k]
+
+
+def meaning_hits(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
+) -> list[Hit]:
+    """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
+    timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
+    (vector,) = choice.embed([query], model=model, timeout=timeout)
+    threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else CONFIGURED_MIN_SIMILARITY
+    if not read and not scope.is_global:
+        held = vectors.scope_pieces(scope=scope, model=model)
+    if held is not None and vectors.fits(len(held.ids), len(vector)):
+        found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
+    matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
+    return [Hit(m.message_id, None, m.score, m) for m in matches]
+
+
+def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: float = 1.0) -> list[Hit]:
+    """Weighted reciprocal rank fusion of two message rankings, best first; a message shows its keyword piece."""
+    found: dict[int, list] = {}
+    for rank, hit in enumerate(keyword_hits, 1):
+        found[hit.message_id] = [hit, 1 / (RRF_K + rank)]
+    for rank, hit in enumerate(meaning_hits, 1):
+        found.setdefault(hit.message_id, [hit, 0.0])[1] += meaning_weight / (RRF_K + rank)
+    fused = [replace(hit, score=score) for hit, score in found.values()]
+    return sorted(fused, key=lambda hit: (-hit.score, -hit.message_id))
+
+
+def with_details(hits: list[Hit]) -> list[Ranked]:
+    """The hits with their pieces' details (one statement for those the rankings did not read), in order."""
+    wanted = [hit.chunk_id for hit in hits if hit.match is None]
+    rows = retrieve.detail_rows(*in_ids(connection.vendor, "c.id", wanted)) if wanted else []
+    read = {row[0]: row[1:] for row in rows}
+    ranked = []
+    for hit in hits:
+        if hit.match is not None:
+            ranked.append(Ranked(replace(hit.match, score=hit.score), hit.score))
+        elif hit.chunk_id in read:  # a piece gone since it was ranked is left out
+            ranked.append(Ranked(retrieve.Match(*read[hit.chunk_id], score=hit.score), hit.score))
+    return ranked
+
+
+def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
+    """Each query word's stem, weighted by its rarity among the listed pieces (a word every piece holds: ~0)."""
+    stems = list(dict.fromkeys(word[:STEM_CHARS] for word in words))
+    lowered = [text.lower() for text in texts]
+    total = len(lowered)
+    return {stem: math.log(1 + total / (1 + sum(stem in text for text in lowered))) for stem in stems}
+
+
+def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = RANKED_WINDOW_CHARS) -> Window:
+    """``width`` characters of the piece where its query words weigh most, from a little before the first of them."""
+    if len(match.text) <= width:  # the whole piece fits: wherever its words are, the window starts at 0
+        return Window(
+            start=match.start + 1, text=match.text, cut_before=match.start > 0, cut_after=not match.end_of_field
+        )
+    lowered = match.text.lower()
+    hits = sorted((at, stem) for stem in weights for at in _positions(lowered, stem))  # every occurrence, in order
+    offset, best = 0, -1.0
+    for at, _ in hits:
+        start = max(0, at - RANKED_WINDOW_LEAD)
+        held = {stem for position, stem in hits if start <= position and position + len(stem) <= start + width}
+        weight = math.fsum(weights[stem] for stem in held)  # exact: the same whatever the set's order
+        if weight > best:
+            offset, best = start, weight
+    if len(match.text) - offset < width:
+        offset = max(0, len(match.text) - width)
+    text = match.text[offset : offset + width]
+    return Window(
+        start=match.start + offset + 1,
+        text=text,
+        cut_before=match.start + offset > 0,
+        cut_after=offset + len(text) < len(match.text) or not match.end_of_field,
+    )
+
+
+def _positions(text: str, stem: str) -> list[int]:
+    found, at = [], text.find(stem)
+    while at >= 0 and len(found) < MAX_POSITIONS:
+        found.append(at)
+        at = text.find(stem, at + 1)
+    return found
+
+
+def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int) -> str:
+    match = ranked.match
+    channel = f" channel={one_line(match.channel)}" if with_channel else ""
+    window = window_of(match, weights, width=width)
+    return (
+        f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
+        f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
+        f"score={ranked.score * 100:.{SCORE_DIGITS}f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
+    )
+
+
+def ranked_results(
+    *, scope: SearchScope, query: str, terms: list[str], keyword_on: bool = True, meaning_on: bool = True
+) -> str:
+    """The default "Other memory results" (contract §12): the scope's messages ranked for the whole query.
+
+    ``keyword_on``/``meaning_on``: one ranking alone (bench/described.py measures each).
+    """
+    model = choice.active_model()
+    if not model:
+        return NO_MODEL
+    text = query.strip()
+    # The scope's pieces are read once, for both rankings: a thread's by one statement (vectors.py), a global
+    # scope's kept per thread (spread.py); None when there are too many to hold: the database ranks them.
+    held = (spread.global_pieces if scope.is_global else vectors.scope_pieces)(scope=scope, model=model)
+    by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
+    note = ""
+    try:
+        by_meaning = (
+            meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
+            if meaning_on
+            else []
+        )
+    except llm.LLMError as error:  # the model server: the keyword ranking still stands
+        by_meaning, note = [], unavailable_note(error)
+    weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
+    fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
+    if NEIGHBOURS_ON:
+        fused = neighbours.with_neighbours(fused, scope=scope, model=model, held=held)
+    if not fused:
+        return note or NO_MATCH
+    words = [word.lower() for word in _WORD.findall(text)]
+    weights = word_weights([r.match.text for r in fused], words)
+    entries = [
+        Entry(
+            r.match.message_id,
+            partial(
+                entry_text,
+                r,
+                weights=weights,
+                with_channel=scope.is_global,
+                width=RANKED_WINDOW_CHARS if rank < RANKED_FULL_ENTRIES else RANKED_SHORT_WINDOW_CHARS,
+            ),
+        )
+        for rank, r in enumerate(fused)
+    ]
+    lines = {}
+    if scope.is_global:
+        by_thread = thread_legend.thread_lines(
+            [r.match.thread_id for r in fused], with_project=scope.project is not None
+        )
+        lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
+    return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note, thread_lines=lines)
+
+
+def error_reason(error: llm.LLMError) -> str:
+    """A model error as a note quotes it: one line, cut at NOTE_ERROR_CHARS."""
+    reason = one_line(str(error))
+    return reason[:NOTE_ERROR_CHARS] + "…" if len(reason) > NOTE_ERROR_CHARS else reason
+
+
+def unavailable_note(error: llm.LLMError) -> str:
+    reason = error_reason(error)
+    return f"Semantic search is unavailable for this query ({reason}); the literal hits above are complete."
