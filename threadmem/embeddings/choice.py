@@ -44,11 +44,21 @@ def in_process(model: str) -> bool:
 
 
 def load(model: str) -> None:
-    """Load an in-process model now (once a process), so that the first search does not pay for it."""
+    """Load an in-process model before a search's clock starts: the static model now (a few hundred
+    milliseconds, once a process); MiniLM on a background thread (``meaning_ready`` says when)."""
     if model == static.STATIC_MODEL:
         static.model()
     elif model == minilm.MINILM_MODEL:
-        minilm.model()
+        minilm.start_loading()
+
+
+def meaning_ready(model: str) -> bool:
+    """Whether a search may embed its query with ``model`` now: MiniLM once loaded in this process (its load
+    started here if it was not), any other model always (the static one loads in a moment, a server is called)."""
+    if model != minilm.MINILM_MODEL:
+        return True
+    minilm.start_loading()
+    return minilm.ready()
 
 
 def embed(texts: list[str], *, model: str, timeout: float | None = None) -> list[list[float]]:

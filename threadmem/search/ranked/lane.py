@@ -73,6 +73,9 @@ HEAD = (
     f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
     "its thread's messages just before and after it (messages the literal part lists are not repeated):"
 )
+# While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
+LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
+KEYWORD_HEAD = HEAD.replace("by keyword relevance and meaning", "by keyword relevance")
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
 STEM_CHARS = 5
@@ -260,6 +263,8 @@ def ranked_results(
     held = (spread.global_pieces if scope.is_global else vectors.scope_pieces)(scope=scope, model=model)
     by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
+    if meaning_on and not choice.meaning_ready(model):
+        meaning_on, note = False, LOADING_NOTE
     try:
         by_meaning = (
             meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
@@ -293,7 +298,8 @@ def ranked_results(
     if scope.is_global:
         by_thread = threads.thread_lines([r.match.thread_id for r in fused], with_project=scope.project is not None)
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
-    return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note, thread_lines=lines)
+    head = KEYWORD_HEAD if note == LOADING_NOTE else HEAD
+    return RankedText.of(f"{note}\n{head}" if note else head, entries, note=note, thread_lines=lines)
 
 
 def error_reason(error: llm.LLMError) -> str:
