@@ -34,7 +34,7 @@ from threadmem.replicas import connection  # the current read's database (the pr
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
 from threadmem.search.literal.filters import in_ids
-from threadmem.search.ranked import keyword, neighbours, spread, threads, vectors
+from threadmem.search.ranked import context, keyword, neighbours, spread, threads, vectors
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
 # meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
@@ -163,7 +163,10 @@ def meaning_hits(
     if not read and not scope.is_global:
         held = vectors.scope_pieces(scope=scope, model=model)
     if held is not None and vectors.fits(len(held.ids), len(vector)):
-        found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        if model == static.STATIC_MODEL:
+            found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        else:  # a sentence model: each message beside its neighbours (context.py)
+            found = context.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
         return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches]
