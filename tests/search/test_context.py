@@ -3,6 +3,9 @@ list a message that says nothing of the query; with no weight it is the plain ra
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -40,6 +43,7 @@ def scope():
     pieces = vectors.ScopePieces(ids=held.ids, key=("context-test",))
     vectors.clear()
     vectors._held[(*pieces.key, WIDTH)] = held
+    del held  # held by vectors.py alone, as a scope read by a search
     yield pieces
     vectors.clear()
 
@@ -62,3 +66,15 @@ def test_without_a_weight_it_is_the_plain_ranking(scope, monkeypatch):
     plain = vectors.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3)
 
     assert context.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3) == plain
+
+
+def test_a_kept_layout_does_not_keep_its_scopes_vectors_alive(scope):
+    held = vectors._held[(*scope.key, WIDTH)]
+    context.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3)
+    gone = weakref.ref(held)
+
+    del held
+    vectors.clear()  # vectors.py drops the scope (its byte cap, or a newer read of it)
+    gc.collect()
+
+    assert gone() is None

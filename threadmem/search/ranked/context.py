@@ -18,6 +18,7 @@ a few array passes over the scope's scores.
 from __future__ import annotations
 
 import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ from threadmem.search.ranked import vectors
 # The neighbour's share of a message's score, for MiniLM and a configured model (the static model's ranking is
 # left as it was tuned: 0).
 CONTEXT_WEIGHT = 0.4
-# Layouts kept, one per held scope (each as large as its scope's ids: a few MB at most).
+# Layouts kept, one per held scope (a few arrays as long as its scope's pieces: ~2 MB at 60,000).
 KEPT_LAYOUTS = 8
 
 
@@ -41,14 +42,16 @@ class Layout:
 
 
 _lock = threading.Lock()
-_layouts: dict[int, tuple[vectors.Held, Layout]] = {}
+# By the held scope's id, with a weak reference to it: a layout never keeps a scope's vectors alive past vectors.py's
+# byte cap.
+_layouts: dict[int, tuple[weakref.ref, Layout]] = {}
 
 
 def layout(held: vectors.Held) -> Layout:
     """``held``'s pieces by message in thread order, computed once per held scope."""
     with _lock:
         kept = _layouts.get(id(held))
-    if kept is not None and kept[0] is held:
+    if kept is not None and kept[0]() is held:
         return kept[1]
     threads = held.threads if held.threads is not None else np.zeros(len(held.ids), dtype=np.int64)
     seqs = held.seqs if held.seqs is not None else np.zeros(len(held.ids), dtype=np.int64)
@@ -66,7 +69,7 @@ def layout(held: vectors.Held) -> Layout:
     with _lock:
         if len(_layouts) >= KEPT_LAYOUTS:
             _layouts.pop(next(iter(_layouts)))
-        _layouts[id(held)] = (held, found)
+        _layouts[id(held)] = (weakref.ref(held), found)
     return found
 
 
