@@ -17,7 +17,7 @@ from threadmem.embeddings import service as embedding_service
 from threadmem.models import Chunk, EmbeddingProgress
 from threadmem.scope import resolve_scope
 from threadmem.search import search_memory
-from threadmem.search.ranked import keyword, lane
+from threadmem.search.ranked import keyword, lane, packing
 
 DEPLOY = "The deploy failed because the database migration timed out."
 RELEASE = "Why did the release break? The schema change ran too long."
@@ -151,3 +151,23 @@ def test_without_its_packages_the_static_model_embeds():
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == [static.STATIC_MODEL, str(static.STATIC_DIMENSIONS)]
     assert "its packages are not installed: the static model embeds" in ran.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sentence_models_lane_lists_more_messages_through_shorter_windows(owner, minilm_model):
+    thread = make_thread(owner, "ops")
+    filler = "The nightly job ran as usual and nothing else happened that evening at all. " * 4
+    late = "Backup {} of the replica finished late."
+    append(thread, *({"role": "user", "content": f"{filler}{late.format(n)} {filler}"} for n in range(30)))
+    embedded(thread)
+
+    part = semantic_part(search_memory(user=owner, query="when did the replica backup finish", channel="ops").text)
+    windows = [line.removeprefix("…").removesuffix("…[truncated]") for line in part.splitlines()[1:]]
+    windows = [w for w, header in zip(windows, part.splitlines()[:-1], strict=True) if header.startswith("--- ")]
+
+    first, later = windows[: packing.SENTENCE_PACKING.full_entries], windows[packing.SENTENCE_PACKING.full_entries :]
+    assert len(windows) > 20
+    assert {len(w) for w in first} == {packing.SENTENCE_PACKING.full_chars}
+    assert {len(w) for w in later} == {packing.SENTENCE_PACKING.short_chars}
+    # Opened a fifth of its width before the query's first word, a short window still shows what follows them.
+    assert all("replica finished late" in w for w in later)

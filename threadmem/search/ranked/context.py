@@ -27,7 +27,7 @@ from threadmem.search.ranked import vectors
 
 # The neighbour's share of a message's score, for MiniLM and a configured model (the static model's ranking is
 # left as it was tuned: 0).
-CONTEXT_WEIGHT = 0.4
+CONTEXT_WEIGHT = 0.5
 # Layouts kept, one per held scope (a few arrays as long as its scope's pieces: ~2 MB at 60,000).
 KEPT_LAYOUTS = 8
 

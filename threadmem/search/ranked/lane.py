@@ -34,7 +34,7 @@ from threadmem.replicas import connection  # the current read's database (the pr
 from threadmem.scope import SearchScope
 from threadmem.search.bounded import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS, one_line
 from threadmem.search.literal.filters import in_ids
-from threadmem.search.ranked import context, keyword, neighbours, spread, threads, vectors
+from threadmem.search.ranked import context, keyword, neighbours, packing, spread, threads, vectors
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
 # meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
@@ -42,14 +42,6 @@ RANKED_TOP_K = 150
 # Keyword pieces read per message listed (a long tool result's pieces collapse
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
-# The first RANKED_FULL_ENTRIES entries show this much of their piece, where its
-# query words weigh most; the later ones a shorter window: what limits the lane
-# is how many entries fit in the room (docs/search.md,
-# "How the 12,000 characters are shared").
-RANKED_WINDOW_CHARS = 300
-RANKED_WINDOW_LEAD = 60
-RANKED_FULL_ENTRIES = 10
-RANKED_SHORT_WINDOW_CHARS = 100
 SCORE_DIGITS = 2
 # Whether the best messages' neighbours are listed with them (neighbours.py); off only to measure what they add.
 NEIGHBOURS_ON = True
@@ -205,8 +197,9 @@ def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
     return {stem: math.log(1 + total / (1 + sum(stem in text for text in lowered))) for stem in stems}
 
 
-def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = RANKED_WINDOW_CHARS) -> Window:
-    """``width`` characters of the piece where its query words weigh most, from a little before the first of them."""
+def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int, lead: int) -> Window:
+    """``width`` characters of the piece where its query words weigh most, from ``lead`` characters before the
+    first of them (``packing.py`` sets both)."""
     if len(match.text) <= width:  # the whole piece fits: wherever its words are, the window starts at 0
         return Window(
             start=match.start + 1, text=match.text, cut_before=match.start > 0, cut_after=not match.end_of_field
@@ -215,7 +208,7 @@ def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = 
     hits = sorted((at, stem) for stem in weights for at in _positions(lowered, stem))  # every occurrence, in order
     offset, best = 0, -1.0
     for at, _ in hits:
-        start = max(0, at - RANKED_WINDOW_LEAD)
+        start = max(0, at - lead)
         held = {stem for position, stem in hits if start <= position and position + len(stem) <= start + width}
         weight = math.fsum(weights[stem] for stem in held)  # exact: the same whatever the set's order
         if weight > best:
@@ -239,10 +232,10 @@ def _positions(text: str, stem: str) -> list[int]:
     return found
 
 
-def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int) -> str:
+def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int, lead: int) -> str:
     match = ranked.match
     channel = f" channel={one_line(match.channel)}" if with_channel else ""
-    window = window_of(match, weights, width=width)
+    window = window_of(match, weights, width=width, lead=lead)
     return (
         f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
         f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
@@ -284,6 +277,7 @@ def ranked_results(
         return note or NO_MATCH
     words = [word.lower() for word in _WORD.findall(text)]
     weights = word_weights([r.match.text for r in fused], words)
+    windows = packing.for_model(model)
     entries = [
         Entry(
             r.match.message_id,
@@ -292,7 +286,8 @@ def ranked_results(
                 r,
                 weights=weights,
                 with_channel=scope.is_global,
-                width=RANKED_WINDOW_CHARS if rank < RANKED_FULL_ENTRIES else RANKED_SHORT_WINDOW_CHARS,
+                width=windows.width(rank),
+                lead=windows.lead(windows.width(rank)),
             ),
         )
         for rank, r in enumerate(fused)
