@@ -141,6 +141,23 @@ def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner,
     assert f"messageId={evidence.id} " in loaded
 
 
+def test_a_web_process_starts_loading_it_as_it_starts():
+    started = """
+import config.asgi
+from threadmem.embeddings import minilm
+loading = minilm._loading
+loading.join(timeout=60)
+print(loading is not None, minilm.ready())
+"""
+    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "minilm", "THREADMEM_EMBEDDING_MODEL": ""}
+    ran = subprocess.run(
+        [sys.executable, "-c", started], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
+
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["True", "True"]
+
+
 def test_without_its_packages_the_static_model_embeds():
     environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "minilm", "THREADMEM_EMBEDDING_MODEL": ""}
     environment.update(DJANGO_SETTINGS_MODULE="config.settings", OPENAI_BASE_URL="", OPENAI_API_KEY="")

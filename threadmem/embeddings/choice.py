@@ -52,6 +52,13 @@ def load(model: str) -> None:
         minilm.start_loading()
 
 
+def start_loading() -> None:
+    """Start loading the in-process model in force on a background thread, as a web process starts: MiniLM only
+    (the static model loads in a moment, on first use)."""
+    if active_model() == minilm.MINILM_MODEL:
+        minilm.start_loading()
+
+
 def meaning_ready(model: str) -> bool:
     """Whether a search may embed its query with ``model`` now: MiniLM once loaded in this process (its load
     started here if it was not), any other model always (the static one loads in a moment, a server is called)."""
