@@ -188,3 +188,22 @@ def test_a_sentence_models_lane_lists_more_messages_through_shorter_windows(owne
     assert {len(w) for w in later} == {packing.SENTENCE_PACKING.short_chars}
     # Opened a fifth of its width before the query's first word, a short window still shows what follows them.
     assert all("replica finished late" in w for w in later)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_that_fails_to_load_leaves_the_keyword_ranking_and_says_so(owner, minilm_model, monkeypatch, tmp_path):
+    thread = make_thread(owner, "ops")
+    (evidence,) = append(thread, {"role": "user", "content": EVIDENCE})
+    embedded(thread)
+    (tmp_path / "model.onnx").write_bytes(b"not an ONNX model")  # a broken install's weights
+    monkeypatch.setattr(minilm, "_package_folder", lambda name: tmp_path)
+    monkeypatch.setattr(minilm, "_loaded", None)
+    monkeypatch.setattr(minilm, "_loading", None)
+    monkeypatch.setattr(minilm, "_failed", False)
+
+    search_memory(user=owner, query="replica backup", channel="ops")  # starts the load, which fails
+    minilm._loading.join(timeout=60)
+    part = semantic_part(search_memory(user=owner, query="replica backup", channel="ops").text)
+
+    assert minilm.failed() and not minilm.ready()
+    assert part.startswith(f"{lane.FAILED_NOTE}\n{lane.KEYWORD_HEAD}\n--- messageId={evidence.id} ")

@@ -68,6 +68,11 @@ def meaning_ready(model: str) -> bool:
     return minilm.ready()
 
 
+def meaning_failed(model: str) -> bool:
+    """Whether ``model`` failed to load in this process (MiniLM only: a broken install, logged)."""
+    return model == minilm.MINILM_MODEL and minilm.failed()
+
+
 def embed(texts: list[str], *, model: str, timeout: float | None = None) -> list[list[float]]:
     """One vector per text from ``model``: in this process for the in-process models, else from the model server."""
     if model == static.STATIC_MODEL:

@@ -40,6 +40,8 @@ logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _loaded: tuple[Any, Any] | None = None
 _loading: threading.Thread | None = None
+_starting = threading.Lock()  # apart from _lock: a search never waits for a load another thread runs
+_failed = False  # the background load raised (a broken install): not retried in this process
 
 
 class ModelMissing(ImportError):
@@ -92,16 +94,23 @@ def start_loading() -> None:
     global _loading
     if _loaded is not None or _loading is not None:
         return
-    with _lock:
+    with _starting:
         if _loading is None:
             _loading = threading.Thread(target=_load_logged, name="threadmem-minilm-load", daemon=True)
             _loading.start()
 
 
+def failed() -> bool:
+    """Whether the background load failed in this process."""
+    return _failed
+
+
 def _load_logged() -> None:
+    global _failed
     try:
         model()
     except Exception:  # a broken install: searches keep ranking by keyword, the log says why
+        _failed = True
         logger.exception("the MiniLM model did not load")
 
 

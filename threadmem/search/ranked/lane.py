@@ -67,6 +67,9 @@ HEAD = (
 )
 # While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
 LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
+FAILED_NOTE = (
+    "The meaning model did not load in this process (its log says why): these are ranked by keyword relevance only."
+)
 KEYWORD_HEAD = HEAD.replace("by keyword relevance and meaning", "by keyword relevance")
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
@@ -260,7 +263,7 @@ def ranked_results(
     by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
     if meaning_on and not choice.meaning_ready(model):
-        meaning_on, note = False, LOADING_NOTE
+        meaning_on, note = False, FAILED_NOTE if choice.meaning_failed(model) else LOADING_NOTE
     try:
         by_meaning = (
             meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
@@ -296,7 +299,7 @@ def ranked_results(
     if scope.is_global:
         by_thread = threads.thread_lines([r.match.thread_id for r in fused], with_project=scope.project is not None)
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
-    head = KEYWORD_HEAD if note == LOADING_NOTE else HEAD
+    head = KEYWORD_HEAD if note in (LOADING_NOTE, FAILED_NOTE) else HEAD
     return RankedText.of(f"{note}\n{head}" if note else head, entries, note=note, thread_lines=lines)
 
 
