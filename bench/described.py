@@ -172,6 +172,7 @@ def load(user, samples: list[dict]) -> dict[str, dict[str, int]]:
             cursor.execute("ANALYZE threadmem_message, threadmem_chunk")
     model = choice.active_model()
     if model:
+        choice.embed(["warm up"], model=model)  # loaded before the first question (a search would not wait)
         started = time.perf_counter()
         chunks = 0
         owned = set(Thread.objects.filter(owner=user).values_list("id", flat=True))

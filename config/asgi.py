@@ -19,7 +19,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.THREADMEM_WSGI_THREADS)
 
 from mcp_server.http import MCPHTTPApp  # noqa: E402  (after Django is set up)
+from threadmem.features.embeddings import choice  # noqa: E402
 from threadmem.infrastructure.metrics import asgi_counted  # noqa: E402
+
+choice.start_loading()  # MiniLM, when in force, loads beside the first requests (they rank by keyword meanwhile)
 
 mcp_application = MCPHTTPApp()
 MCP_PATH = "/mcp"

@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 
 from threadmem.domain import backlogs
 from threadmem.domain.selectors import is_operator
+from threadmem.features.embeddings import choice
 from threadmem.infrastructure import metrics
 
 METRICS_TOKEN_AUTH = "metrics-token"
@@ -62,19 +63,20 @@ class BacklogCollector:
         for status, count in backlogs.import_backlog().items():
             imports.add_metric([status], count)
         yield imports
-        embedding = backlogs.embedding_backlog()
-        if embedding is None:
+        model = choice.active_model()  # whichever embeds: a configured model, else the in-process one
+        if not model:
             return  # no embedding model: nothing is ever embedded, so nothing waits
+        embedding = backlogs.embedding_backlog(model)
         threads = GaugeMetricFamily(
             "threadmem_embedding_backlog_threads",
-            "Threads with messages after their embedded seq, for the configured embedding model.",
+            "Threads with messages after their embedded seq, for the embedding model in force.",
             labels=["model"],
         )
         threads.add_metric([embedding.model], embedding.threads)
         yield threads
         messages = GaugeMetricFamily(
             "threadmem_embedding_backlog_messages",
-            "Messages after their thread's embedded seq, for the configured embedding model.",
+            "Messages after their thread's embedded seq, for the embedding model in force.",
             labels=["model"],
         )
         messages.add_metric([embedding.model], embedding.messages)

@@ -24,7 +24,7 @@ from tests.support.factories import append, make_thread
 from tests.support.workers import Workers, sending_to, wait_until
 from threadmem.domain import backlogs
 from threadmem.features.compaction import compacting
-from threadmem.features.embeddings import tasks
+from threadmem.features.embeddings import choice, tasks
 from threadmem.features.embeddings import thread_embedding as embedding_service
 from threadmem.models import EmbeddingProgress, Message
 
@@ -54,7 +54,7 @@ def test_a_compacted_threads_summary_is_no_embedding_backlog(owner, embeddings, 
     assert embedding_service.threads_behind() == []
     call_command("embeddings", "--status")
     assert "0 threads behind, 0 failing" in capsys.readouterr().out
-    assert backlogs.embedding_backlog().threads == 0  # /metrics says the same
+    assert backlogs.embedding_backlog(choice.active_model()).threads == 0  # /metrics says the same
 
     append(thread, {"role": "user", "content": "and now the database replica lags"})
     EmbeddingProgress.objects.filter(thread=thread).update(embedded_seq=0)  # as if that run never happened

@@ -21,8 +21,9 @@ from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.database import other_session
 from tests.support.factories import append, console_client, make_thread
 from threadmem.features.compaction.tasks import compaction_run_task
+from threadmem.features.embeddings import static, tasks
 from threadmem.infrastructure.metrics import REGISTRY, asgi_counted, exposition
-from threadmem.models import Import, ToolCall
+from threadmem.models import EmbeddingProgress, Import, ToolCall
 
 METRICS_URL = "/metrics"
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +135,7 @@ def test_the_backlogs_are_read_from_the_tables(operator_api, owner, settings):
 
     without_model = scrape(operator_api)
     settings.THREADMEM_EMBEDDING_MODEL = "fake-embedding"
+    settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"  # a configured server (never called: a scrape reads rows)
     with_model = scrape(operator_api)
 
     assert value(without_model, "threadmem_import_backlog", status="pending") == 1
@@ -141,6 +143,24 @@ def test_the_backlogs_are_read_from_the_tables(operator_api, owner, settings):
     assert not any(name.startswith("threadmem_embedding_backlog") for name, _ in without_model)
     assert value(with_model, "threadmem_embedding_backlog_messages", model="fake-embedding") == 3
     assert value(with_model, "threadmem_embedding_backlog_threads", model="fake-embedding") == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_embedding_backlog_is_the_in_process_models_when_none_is_configured(operator_api, owner, static_model):
+    thread = make_thread(owner, "metrics:static-backlog")
+    append(thread, *({"role": "user", "content": f"the replica lags by {n} seconds"} for n in range(3)))
+    tasks.wait_for_background()  # the static model embedded the appends in this process
+
+    embedded = scrape(operator_api)
+    EmbeddingProgress.objects.filter(thread=thread).update(embedded_seq=0)  # as if that run never happened
+    behind = scrape(operator_api)
+
+    model = static.STATIC_MODEL
+    assert ("threadmem_embedding_backlog_threads", frozenset({"model": model}.items())) in embedded  # shown at 0
+    assert value(embedded, "threadmem_embedding_backlog_threads", model=model) == 0
+    assert value(embedded, "threadmem_embedding_backlog_messages", model=model) == 0
+    assert value(behind, "threadmem_embedding_backlog_threads", model=model) == 1
+    assert value(behind, "threadmem_embedding_backlog_messages", model=model) == 3
 
 
 @pytest.mark.django_db

@@ -11,7 +11,6 @@ from typing import NamedTuple
 from django.db.models import Count, Exists, F, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from threadmem.infrastructure import llm
 from threadmem.models import LIVE_STATUSES, EmbeddingProgress, Import, Message, Thread
 
 
@@ -38,11 +37,9 @@ def threads_to_embed(model: str) -> QuerySet[Thread]:
     )
 
 
-def embedding_backlog() -> EmbeddingBacklog | None:
-    """The configured embedding model's backlog in one statement; None when no model is configured."""
-    model = llm.embedding_model()
-    if not model:
-        return None
+def embedding_backlog(model: str) -> EmbeddingBacklog:
+    """``model``'s backlog in one statement: the model that embeds (``embeddings/choice.py``), a configured one
+    or an in-process one."""
     behind = (
         threads_to_embed(model)
         .annotate(behind=F("next_seq") - 1 - F("embedded_seq"))

@@ -44,11 +44,33 @@ def in_process(model: str) -> bool:
 
 
 def load(model: str) -> None:
-    """Load an in-process model now (once a process), so that the first search does not pay for it."""
+    """Load an in-process model before a search's clock starts: the static model now (a few hundred
+    milliseconds, once a process); MiniLM on a background thread (``meaning_ready`` says when)."""
     if model == static.STATIC_MODEL:
         static.model()
     elif model == minilm.MINILM_MODEL:
-        minilm.model()
+        minilm.start_loading()
+
+
+def start_loading() -> None:
+    """Start loading the in-process model in force on a background thread, as a web process starts: MiniLM only
+    (the static model loads in a moment, on first use)."""
+    if active_model() == minilm.MINILM_MODEL:
+        minilm.start_loading()
+
+
+def meaning_ready(model: str) -> bool:
+    """Whether a search may embed its query with ``model`` now: MiniLM once loaded in this process (its load
+    started here if it was not), any other model always (the static one loads in a moment, a server is called)."""
+    if model != minilm.MINILM_MODEL:
+        return True
+    minilm.start_loading()
+    return minilm.ready()
+
+
+def meaning_failed(model: str) -> bool:
+    """Whether ``model`` failed to load in this process (MiniLM only: a broken install, logged)."""
+    return model == minilm.MINILM_MODEL and minilm.failed()
 
 
 def embed(texts: list[str], *, model: str, timeout: float | None = None) -> list[list[float]]:

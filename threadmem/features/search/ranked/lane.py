@@ -32,7 +32,7 @@ from threadmem.domain.scope import SearchScope
 from threadmem.features.embeddings import choice, retrieve, static
 from threadmem.features.search.answer_caps import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
 from threadmem.features.search.hit_entries import one_line
-from threadmem.features.search.ranked import keyword, neighbours, spread, thread_legend, vectors
+from threadmem.features.search.ranked import context, keyword, neighbours, packing, spread, thread_legend, vectors
 from threadmem.features.search.shared_sql import in_ids
 from threadmem.infrastructure import llm
 from threadmem.lib.windows import Window
@@ -43,14 +43,6 @@ RANKED_TOP_K = 150
 # Keyword pieces read per message listed (a long tool result's pieces collapse
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
-# The first RANKED_FULL_ENTRIES entries show this much of their piece, where its
-# query words weigh most; the later ones a shorter window: what limits the lane
-# is how many entries fit in the room (docs/search.md,
-# "How the 12,000 characters are shared").
-RANKED_WINDOW_CHARS = 300
-RANKED_WINDOW_LEAD = 60
-RANKED_FULL_ENTRIES = 10
-RANKED_SHORT_WINDOW_CHARS = 100
 SCORE_DIGITS = 2
 # Whether the best messages' neighbours are listed with them (neighbours.py); off only to measure what they add.
 NEIGHBOURS_ON = True
@@ -74,6 +66,12 @@ HEAD = (
     f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
     "its thread's messages just before and after it (messages the literal part lists are not repeated):"
 )
+# While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
+LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
+FAILED_NOTE = (
+    "The meaning model did not load in this process (its log says why): these are ranked by keyword relevance only."
+)
+KEYWORD_HEAD = HEAD.replace("by keyword relevance and meaning", "by keyword relevance")
 _WORD = re.compile(r"\w{3,}")
 # A query word is looked for in a piece by its first characters (a stem: "support" finds "supported").
 STEM_CHARS = 5
@@ -163,7 +161,10 @@ def meaning_hits(
     if not read and not scope.is_global:
         held = vectors.scope_pieces(scope=scope, model=model)
     if held is not None and vectors.fits(len(held.ids), len(vector)):
-        found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        if model == static.STATIC_MODEL:
+            found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+        else:  # a sentence model: each message beside its neighbours (context.py)
+            found = context.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
         return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches]
@@ -202,8 +203,9 @@ def word_weights(texts: list[str], words: list[str]) -> dict[str, float]:
     return {stem: math.log(1 + total / (1 + sum(stem in text for text in lowered))) for stem in stems}
 
 
-def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = RANKED_WINDOW_CHARS) -> Window:
-    """``width`` characters of the piece where its query words weigh most, from a little before the first of them."""
+def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int, lead: int) -> Window:
+    """``width`` characters of the piece where its query words weigh most, from ``lead`` characters before the
+    first of them (``packing.py`` sets both)."""
     if len(match.text) <= width:  # the whole piece fits: wherever its words are, the window starts at 0
         return Window(
             start=match.start + 1, text=match.text, cut_before=match.start > 0, cut_after=not match.end_of_field
@@ -212,7 +214,7 @@ def window_of(match: retrieve.Match, weights: dict[str, float], *, width: int = 
     hits = sorted((at, stem) for stem in weights for at in _positions(lowered, stem))  # every occurrence, in order
     offset, best = 0, -1.0
     for at, _ in hits:
-        start = max(0, at - RANKED_WINDOW_LEAD)
+        start = max(0, at - lead)
         held = {stem for position, stem in hits if start <= position and position + len(stem) <= start + width}
         weight = math.fsum(weights[stem] for stem in held)  # exact: the same whatever the set's order
         if weight > best:
@@ -236,10 +238,10 @@ def _positions(text: str, stem: str) -> list[int]:
     return found
 
 
-def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int) -> str:
+def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool, width: int, lead: int) -> str:
     match = ranked.match
     channel = f" channel={one_line(match.channel)}" if with_channel else ""
-    window = window_of(match, weights, width=width)
+    window = window_of(match, weights, width=width, lead=lead)
     return (
         f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
         f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
@@ -263,6 +265,8 @@ def ranked_results(
     held = (spread.global_pieces if scope.is_global else vectors.scope_pieces)(scope=scope, model=model)
     by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
+    if meaning_on and not choice.meaning_ready(model):
+        meaning_on, note = False, FAILED_NOTE if choice.meaning_failed(model) else LOADING_NOTE
     try:
         by_meaning = (
             meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
@@ -279,6 +283,7 @@ def ranked_results(
         return note or NO_MATCH
     words = [word.lower() for word in _WORD.findall(text)]
     weights = word_weights([r.match.text for r in fused], words)
+    windows = packing.for_model(model)
     entries = [
         Entry(
             r.match.message_id,
@@ -287,7 +292,8 @@ def ranked_results(
                 r,
                 weights=weights,
                 with_channel=scope.is_global,
-                width=RANKED_WINDOW_CHARS if rank < RANKED_FULL_ENTRIES else RANKED_SHORT_WINDOW_CHARS,
+                width=windows.width(rank),
+                lead=windows.lead(windows.width(rank)),
             ),
         )
         for rank, r in enumerate(fused)
@@ -298,7 +304,8 @@ def ranked_results(
             [r.match.thread_id for r in fused], with_project=scope.project is not None
         )
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
-    return RankedText.of(f"{note}\n{HEAD}" if note else HEAD, entries, note=note, thread_lines=lines)
+    head = KEYWORD_HEAD if note in (LOADING_NOTE, FAILED_NOTE) else HEAD
+    return RankedText.of(f"{note}\n{head}" if note else head, entries, note=note, thread_lines=lines)
 
 
 def error_reason(error: llm.LLMError) -> str:

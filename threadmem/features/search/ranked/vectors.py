@@ -46,6 +46,9 @@ class Held:
     messages: np.ndarray  # each chunk's message id
     matrix: np.ndarray  # each chunk's unit vector
     live: np.ndarray  # a zero vector (an empty text, a piece gone since) has no direction: never a match
+    # Each chunk's message's thread and seq: where it sits among its thread's messages (``context.py``).
+    threads: np.ndarray | None = None
+    seqs: np.ndarray | None = None
 
 
 _lock = threading.Lock()
@@ -94,15 +97,24 @@ def fits(pieces: int, width: int) -> bool:
     return pieces * width * np.dtype(FLOAT32).itemsize <= CACHE_MAX_BYTES
 
 
-def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: float) -> list[tuple[int, int, float]]:
-    """(message id, its best piece's id, similarity) of the ``k`` messages nearest to ``vector``, best first."""
+def scored(*, pieces: ScopePieces, vector: list[float]) -> tuple[Held, np.ndarray] | None:
+    """The scope's held vectors and each one's similarity to ``vector`` (-inf: never a match); None when there
+    is nothing to score."""
     query = np.asarray(vector, dtype=FLOAT32)
     ids = pieces.ids
     held = _vectors(key=(*pieces.key, len(query)), ids=ids, width=len(query))
     norm = float(np.linalg.norm(query))
     if not len(ids) or norm == 0:
+        return None
+    return held, np.where(held.live, held.matrix @ (query / norm), -np.inf)
+
+
+def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: float) -> list[tuple[int, int, float]]:
+    """(message id, its best piece's id, similarity) of the ``k`` messages nearest to ``vector``, best first."""
+    found = scored(pieces=pieces, vector=vector)
+    if found is None:
         return []
-    scores = np.where(held.live, held.matrix @ (query / norm), -np.inf)
+    held, scores = found
     # The best pieces first: sorting a global scope's every score cost more than the product itself. A message's
     # pieces may crowd the candidates, so all are sorted when these run out before ``k`` messages.
     candidates = min(len(scores), CANDIDATES_PER_RESULT * k)
@@ -131,18 +143,21 @@ def _best_messages(held: Held, scores: np.ndarray, order: np.ndarray, *, k: int,
     return found
 
 
-def _read(ids: np.ndarray) -> list[tuple[int, int, np.ndarray | None]]:
-    """(piece, message, vector) of ``ids``. pgvector's binary form (``vector_send``: two 16-bit counts, then
-    big-endian float32s) reads ~5 times faster than its text, which the field parses."""
+def _read(ids: np.ndarray) -> list[tuple[int, int, np.ndarray | None, int, int]]:
+    """(piece, message, vector, thread, seq) of ``ids``. pgvector's binary form (``vector_send``: two 16-bit
+    counts, then big-endian float32s) reads ~5 times faster than its text, which the field parses."""
     if not pgvector_in_use(connection):
-        return list(Chunk.objects.filter(id__in=ids.tolist()).values_list("id", "message_id", "embedding"))
+        columns = ("id", "message_id", "embedding", "message__thread_id", "message__seq")
+        return list(Chunk.objects.filter(id__in=ids.tolist()).values_list(*columns))
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, message_id, vector_send(embedding) FROM threadmem_chunk WHERE id = ANY(%s)", [ids.tolist()]
+            "SELECT c.id, c.message_id, vector_send(c.embedding), m.thread_id, m.seq FROM threadmem_chunk c "
+            "JOIN threadmem_message m ON m.id = c.message_id WHERE c.id = ANY(%s)",
+            [ids.tolist()],
         )
         return [
-            (chunk_id, message_id, np.frombuffer(bytes(raw), dtype=">f4", offset=4) if raw is not None else None)
-            for chunk_id, message_id, raw in cursor.fetchall()
+            (chunk_id, message_id, np.frombuffer(bytes(raw), dtype=">f4", offset=4) if raw is not None else None, *at)
+            for chunk_id, message_id, raw, *at in cursor.fetchall()
         ]
 
 
@@ -161,10 +176,14 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> 
     else:
         at, known = np.zeros(len(ids), dtype=np.int64), np.zeros(len(ids), dtype=bool)
     messages = np.zeros(len(ids), dtype=np.int64)
+    threads = np.zeros(len(ids), dtype=np.int64)
+    seqs = np.zeros(len(ids), dtype=np.int64)
     matrix = np.zeros((len(ids), width), dtype=FLOAT32)
     if held is not None and known.any():
         messages[known] = held.messages[at[known]]
         matrix[known] = held.matrix[at[known]]
+        if held.threads is not None and held.seqs is not None:
+            threads[known], seqs[known] = held.threads[at[known]], held.seqs[at[known]]
     missing = np.flatnonzero(~known)
     if len(missing) > READ_BATCH and not here:
         # A cold scope is read to the end whatever this search's deadline; a search queued behind another's
@@ -176,11 +195,13 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> 
         # first time leaves the next one less to read, never the same again.
         for first in range(0, len(missing), READ_BATCH):
             batch = missing[first : first + READ_BATCH]
-            read = {chunk_id: (message_id, embedding) for chunk_id, message_id, embedding in _read(ids[batch])}
-            rows = [read.get(chunk_id, (0, None)) for chunk_id in ids[batch].tolist()]
-            messages[batch] = [message_id for message_id, _ in rows]
+            read = {chunk_id: rest for chunk_id, *rest in _read(ids[batch])}
+            rows = [read.get(chunk_id, (0, None, 0, 0)) for chunk_id in ids[batch].tolist()]
+            messages[batch] = [message_id for message_id, *_ in rows]
+            threads[batch] = [thread_id for _, _, thread_id, _ in rows]
+            seqs[batch] = [seq for *_, seq in rows]
             # Another width is another model's vector: never a match (a zero row).
-            fits = [i for i, (_, embedding) in enumerate(rows) if embedding is not None and len(embedding) == width]
+            fits = [i for i, (_, embedding, *_) in enumerate(rows) if embedding is not None and len(embedding) == width]
             if fits:
                 block = np.asarray([rows[i][1] for i in fits], dtype=FLOAT32)
                 lengths = np.linalg.norm(block, axis=1, keepdims=True)
@@ -188,7 +209,14 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> 
             known[batch] = True
     finally:
         kept = matrix[known]
-        fresh = Held(ids=ids[known], messages=messages[known], matrix=kept, live=np.any(kept != 0, axis=1))
+        fresh = Held(
+            ids=ids[known],
+            messages=messages[known],
+            matrix=kept,
+            live=np.any(kept != 0, axis=1),
+            threads=threads[known],
+            seqs=seqs[known],
+        )
         with _lock:
             _held[key] = fresh
             _held.move_to_end(key)
