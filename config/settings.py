@@ -8,16 +8,16 @@ first request.
 
 from __future__ import annotations
 
-import os
-import secrets
 import sys
-import tempfile
 from pathlib import Path
 
-import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.broker import broker_transport_options
+from config.databases import databases
 from config.env import env_bool, env_float, env_int, env_rate_or_off, env_str
+from config.oauth_provider import oauth2_provider
+from config.secret_key import secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # A checkout runs in place (`make run`, the tests): its files are beside the code. An installed copy (`pip install`,
@@ -33,50 +33,8 @@ SECRET_KEY_FILE = DATA_DIR / ".secret_key"
 TESTING = "pytest" in sys.modules
 
 
-def secret_key(*, debug: bool) -> str:
-    """SECRET_KEY, else the key in .secret_key (kept out of git), else refuse, or create it for an installed copy.
-
-    Importing a checkout's settings never writes a file. Under DEBUG or tests a missing
-    key is a random one for this process only (sessions end with it).
-    """
-    key = env_str("SECRET_KEY")
-    if key:
-        return key
-    if not CHECKOUT and not TESTING:
-        return _created_key(SECRET_KEY_FILE)
-    try:
-        key = SECRET_KEY_FILE.read_text().strip()
-    except FileNotFoundError:
-        key = ""
-    if key:
-        return key
-    if debug or TESTING:
-        return secrets.token_urlsafe(50)
-    raise ImproperlyConfigured(
-        f"SECRET_KEY is not set and {SECRET_KEY_FILE} does not exist: set SECRET_KEY (production), "
-        "or run `make run` once, which creates .secret_key for this checkout"
-    )
-
-
-def _created_key(path: Path) -> str:
-    """The installed copy's key, written once (0600) by whichever of its processes comes first."""
-    if not path.exists():
-        # The folder holds the whole memory (the database): its owner's alone.
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        draft = path.with_name(f"{path.name}.{os.getpid()}")
-        with os.fdopen(os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
-            handle.write(secrets.token_urlsafe(50) + "\n")
-        try:
-            os.link(draft, path)  # fails if another process linked its key first: theirs is the key
-        except FileExistsError:
-            pass
-        finally:
-            draft.unlink()
-    return path.read_text().strip()
-
-
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = secret_key(debug=DEBUG)
+SECRET_KEY = secret_key(path=SECRET_KEY_FILE, debug=DEBUG, checkout=CHECKOUT, testing=TESTING)
 ALLOWED_HOSTS = [h for h in env_str("ALLOWED_HOSTS", "127.0.0.1,localhost").split(",") if h]
 
 INSTALLED_APPS = [
@@ -135,43 +93,11 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'threadmem.sqlite3'}"
-try:
-    # Health checks: a kept connection that a database restart broke is replaced at the start of the next
-    # request instead of failing it.
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
-except Exception as exc:  # dj_database_url raises several types on bad URLs
-    raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
-
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # IMMEDIATE transactions take the write lock up front, so concurrent
-    # appends queue on the lock instead of failing with "database is locked".
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 30,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    }
-    # A file, not :memory:, so tests with several threads share one database;
-    # per process, so parallel runs do not collide.
-    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"threadmem-test-{os.getpid()}.sqlite3")}
-
 # Read replicas (docs/scaling.md): PostgreSQL streaming replicas of DATABASE_URL, comma-separated. The
 # model-facing reads (search, the audit read, context, listings) go to one of them; writes stay on the primary
 # (threadmem/infrastructure/replicas/). Unset: every read on the primary, no router.
 DATABASE_REPLICA_URLS = [url.strip() for url in env_str("DATABASE_REPLICA_URLS").split(",") if url.strip()]
-for _number, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
-    try:
-        _replica = dj_database_url.parse(_url, conn_max_age=60, conn_health_checks=True)
-    except Exception as exc:
-        raise ImproperlyConfigured(f"DATABASE_REPLICA_URLS: entry {_number} is not a valid URL: {exc}") from exc
-    if _replica["ENGINE"] != "django.db.backends.postgresql":
-        raise ImproperlyConfigured("DATABASE_REPLICA_URLS: replicas are PostgreSQL streaming replicas")
-    # Django's PostgreSQL backend, reporting a failure to connect as the replica's (threadmem/infrastructure/replicas/).
-    _replica["ENGINE"] = "threadmem.infrastructure.replica_backend"
-    # A replica that stops answering costs a read at most this long before it goes to the primary.
-    _replica["OPTIONS"] = {"connect_timeout": 2, **_replica.get("OPTIONS", {})}
-    _replica["TEST"] = {"MIRROR": "default"}  # tests read the test database, not a copy of it
-    DATABASES[f"replica{_number}"] = _replica
+DATABASES = databases(DATABASE_URL, DATABASE_REPLICA_URLS)
 if DATABASE_REPLICA_URLS:
     if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL (the replicas' primary)")
@@ -367,35 +293,12 @@ THREADMEM_OAUTH_REGISTRATION = THREADMEM_OAUTH_REGISTRATION_RATE is not None
 # Token lifetimes (docs/mcp.md): an access token an hour, a refresh token 30 days, each use replacing it.
 OAUTH_ACCESS_TOKEN_SECONDS = 3600
 OAUTH_REFRESH_TOKEN_DAYS = 30
-OAUTH2_PROVIDER = {
-    "SCOPES": {"mcp": "Search your threads and read their stored messages over MCP"},
-    "DEFAULT_SCOPES": ["mcp"],
-    "OAUTH2_VALIDATOR_CLASS": "oauth.validators.ConnectorValidator",
-    "PKCE_REQUIRED": True,
-    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
-    "ACCESS_TOKEN_EXPIRE_SECONDS": OAUTH_ACCESS_TOKEN_SECONDS,
-    "REFRESH_TOKEN_EXPIRE_SECONDS": OAUTH_REFRESH_TOKEN_DAYS * 86400,
-    "ROTATE_REFRESH_TOKEN": True,
-    # A refresh token used twice revokes its whole family (a stolen one stops working for both holders).
-    "REFRESH_TOKEN_REUSE_PROTECTION": True,
-    "REQUEST_APPROVAL_PROMPT": "force",
-    # Loopback redirect URIs on any port (RFC 8252 §7.3): a client on the owner's machine picks a free one.
-    "ALLOW_LOCALHOST_LOOPBACK": True,
-    "OIDC_ISS_ENDPOINT": THREADMEM_PUBLIC_URL,
-    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
-    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
-    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
-    "DCR_ENABLED": THREADMEM_OAUTH_REGISTRATION,
-    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
-    # RFC 9700 (OAuth security best practice): no implicit or password grant, no "plain" PKCE, tokens only in the
-    # Authorization header, the issuer in the authorization response, tokens stored as hashes.
-    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
-    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
-    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
-    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
-    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
-    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
-}
+OAUTH2_PROVIDER = oauth2_provider(
+    issuer=THREADMEM_PUBLIC_URL,
+    registration=THREADMEM_OAUTH_REGISTRATION,
+    access_token_seconds=OAUTH_ACCESS_TOKEN_SECONDS,
+    refresh_token_days=OAUTH_REFRESH_TOKEN_DAYS,
+)
 # The library warns that http redirect URIs are allowed: registration (oauth/views.py) takes http on loopback
 # addresses only, for clients on the owner's machine (RFC 8252), the rest must be https.
 SILENCED_SYSTEM_CHECKS = ["oauth2_provider.W008"]
@@ -455,17 +358,6 @@ CELERY_BEAT_SCHEDULE["embeddings-sweep"] = {
 }
 # Registered by workers when they start, not by every process that loads Django (a capture hook starts fast).
 CELERY_IMPORTS = ["threadmem.features.erase.tasks"]
-
-
-def broker_transport_options(visibility_timeout: int) -> dict[str, int]:
-    """Redis hands an unacknowledged task to another worker after ``visibility_timeout`` seconds (a worker that
-    died mid-task); it stays above the compaction hard time limit (``manage.py check``: threadmem.E001)."""
-    return {
-        "visibility_timeout": visibility_timeout,
-        # Sweep for abandoned tasks often enough that a short timeout means a short wait.
-        "unacked_restore_interval": max(1, min(10, visibility_timeout // 4)),
-        "unacked_restore_throttle": 1 if visibility_timeout < 300 else 10,
-    }
 
 
 CELERY_BROKER_TRANSPORT_OPTIONS = broker_transport_options(3600)

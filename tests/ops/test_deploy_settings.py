@@ -42,20 +42,18 @@ def test_check_deploy_warns_without_them():
 def test_importing_settings_writes_no_key_file_and_refuses_without_a_key(monkeypatch, tmp_path):
     from django.core.exceptions import ImproperlyConfigured
 
-    from config import settings as settings_module
+    from config.secret_key import secret_key
 
     key_file = tmp_path / ".secret_key"
-    monkeypatch.setattr(settings_module, "SECRET_KEY_FILE", key_file)
-    monkeypatch.setattr(settings_module, "TESTING", False)
     monkeypatch.delenv("SECRET_KEY", raising=False)
     with pytest.raises(ImproperlyConfigured, match="make run"):
-        settings_module.secret_key(debug=False)
-    assert settings_module.secret_key(debug=True)  # DEBUG: a key for this process only
+        secret_key(path=key_file, debug=False, checkout=True, testing=False)
+    assert secret_key(path=key_file, debug=True, checkout=True, testing=False)  # DEBUG: a key for this process only
     assert not key_file.exists()
     key_file.write_text("from-the-file\n")
-    assert settings_module.secret_key(debug=False) == "from-the-file"
+    assert secret_key(path=key_file, debug=False, checkout=True, testing=False) == "from-the-file"
     monkeypatch.setenv("SECRET_KEY", "from-the-environment")
-    assert settings_module.secret_key(debug=False) == "from-the-environment"
+    assert secret_key(path=key_file, debug=False, checkout=True, testing=False) == "from-the-environment"
 
 
 def trusted_origins(**env: str) -> str:

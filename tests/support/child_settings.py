@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 
+from config.broker import broker_transport_options
 from config.settings import *  # noqa: F403
-from config.settings import CELERY_BEAT_SCHEDULE, CELERY_TASK_ROUTES, broker_transport_options
+from config.settings import CELERY_BEAT_SCHEDULE, CELERY_TASK_ROUTES
 
 TIMINGS = (
     "COMPACTION_RETRY_BACKOFF",
