@@ -9,23 +9,12 @@ import re
 
 import pytest
 
-from tests.support.browser import chromium, chromium_page, login, screenshot
+from tests.support.browser import chromium_page, login, screenshot
 from tests.support.factories import append, make_thread
 from threadmem.features.compaction.compacting import compaction_run_now
 from threadmem.models import IsolationEvent, Thread
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """One chromium for the module (its launch costs a second or more); each test gets a fresh context and page."""
-    # Playwright's sync API runs an event loop in this thread from launch to close; the ORM calls
-    # the tests and their fixtures make meanwhile (the flush after each test included) are still plain synchronous code.
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with chromium() as launched:
-            yield launched
 
 
 def journal() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.browser import chromium, chromium_page, login, screenshot
+from tests.support.browser import chromium_page, login, screenshot
 from tests.support.factories import append, make_thread
 
 APP = "/home/dev/src/app"
@@ -45,14 +45,6 @@ def test_the_console_search_takes_a_project(operator_console, projects):
         "/console/search/", {"q": "zebrafish", "channel": "claude-code:app", "project": SHOP}
     )
     assert refused.status_code == 400 and "is in project" in refused.content.decode()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with chromium() as launched:
-            yield launched
 
 
 @pytest.mark.browser

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from cli.management.commands.capture import _log
-from tests.support.capture import growth, hook_json, run_capture, thread_rows
+from tests.support.capture import growth, hook_json, imported_whole, run_capture, thread_rows
 from tests.support.factories import make_thread, row_counts
 from tests.support.sessions import LONG, data_dir, raw_records
 from threadmem.features.imports.catalogue import SESSION_CATALOGUE_MAX_CHARS
@@ -45,11 +45,7 @@ def test_captures_of_a_session_growing_mid_record_import_what_one_whole_import_d
     shutil.copytree(data_dir() / LONG, project / LONG)
     run_capture(monkeypatch, hook_json("SubagentStop", transcript=live, session_id=LONG), "--owner", "owner")
 
-    whole = tmp_path / "whole"
-    whole.mkdir()
-    shutil.copy(source, whole / source.name)
-    shutil.copytree(data_dir() / LONG, whole / LONG)
-    call_command("import_sessions", "--format", "claude-code", "--owner", "owner", "--channel", "whole", str(whole))
+    imported_whole(tmp_path / "whole", source, sessions=data_dir() / LONG)
     captured = Thread.objects.get(channel=f"claude-code:{LONG}")
     assert thread_rows(captured) == thread_rows(Thread.objects.get(channel="whole"))
     assert Generation.objects.filter(thread=captured, state="closed").count() == 1

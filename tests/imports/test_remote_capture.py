@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 
-from tests.support.capture import growth, hook_json, thread_rows
+from tests.support.capture import growth, hook_json, imported_whole, thread_rows
 from tests.support.factories import make_thread, row_counts
 from tests.support.sessions import LONG, data_dir
 from threadmem.models import Message, Thread
@@ -53,11 +53,7 @@ def test_remote_captures_of_a_growing_session_import_what_one_whole_import_does(
         response = send(owner_api, f"{CLIENT_DIR}/{LONG}/subagents/{agent.name}", 0, agent.read_bytes())
         assert response.status_code == 200, response.content
 
-    whole = tmp_path / "whole"
-    whole.mkdir()
-    shutil.copy(source, whole / source.name)
-    shutil.copytree(data_dir() / LONG, whole / LONG)
-    call_command("import_sessions", "--format", "claude-code", "--owner", "owner", "--channel", "whole", str(whole))
+    imported_whole(tmp_path / "whole", source, sessions=data_dir() / LONG)
     captured = Thread.objects.get(channel=f"claude-code:{LONG}")
     assert captured.source_path == name
     assert thread_rows(captured) == thread_rows(Thread.objects.get(channel="whole"))

@@ -27,11 +27,8 @@ def client_id(client: Client) -> str:
     return response.json()["client_id"]
 
 
-def code_for(owner, client_id: str, challenge: str) -> str:
-    """The owner signs in and allows the client on the consent page: the code the redirect carries."""
-    browser = Client()
-    browser.force_login(owner)
-    query = {
+def authorization_query(client_id: str, challenge: str) -> dict[str, str]:
+    return {
         "response_type": "code",
         "client_id": client_id,
         "redirect_uri": REDIRECT_URI,
@@ -40,6 +37,13 @@ def code_for(owner, client_id: str, challenge: str) -> str:
         "state": "s1",
         "scope": "mcp",
     }
+
+
+def code_for(owner, client_id: str, challenge: str) -> str:
+    """The owner signs in and allows the client on the consent page: the code the redirect carries."""
+    browser = Client()
+    browser.force_login(owner)
+    query = authorization_query(client_id, challenge)
     url = f"/oauth/authorize/?{urlencode(query)}"
     consent = browser.get(url)
     assert consent.status_code == 200, consent.content
@@ -132,15 +136,7 @@ def test_a_nul_in_a_basic_authorization_client_id_answers_401(owner, client_id):
 def test_a_nul_in_an_authorization_request_answers_400_never_500(owner, client_id, field):
     browser = Client()
     browser.force_login(owner)
-    query = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": REDIRECT_URI,
-        "code_challenge": pkce()[1],
-        "code_challenge_method": "S256",
-        "state": "s1",
-        field: "a\x00b",
-    }
+    query = {**authorization_query(client_id, pkce()[1]), field: "a\x00b"}
     response = browser.get(f"/oauth/authorize/?{urlencode(query)}")
     assert response.status_code == 400, response.content
 

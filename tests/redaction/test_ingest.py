@@ -14,23 +14,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
+from tests.support import secrets as made_up
 from tests.support.api import MESSAGES, SLACK
 from tests.support.capture import hook_json, run_capture
 from tests.support.compaction import deploy_conversation, nine_sections
 from tests.support.factories import append
-from tests.support.secrets import (
-    AWS_KEY_ID,
-    DATABASE_URL,
-    DB_PASSWORD,
-    GITHUB_TOKEN,
-    REDACTED_ARGUMENTS,
-    REDACTED_RESULT,
-    SECRET_ARGUMENTS,
-    SECRET_RESULT,
-    SECRETS,
-    STRIPE_KEY,
-    claude_code_session,
-)
 from tests.support.turns import run_turn, search_call
 from threadmem.features.compaction import compacting
 from threadmem.lib.jsonleaves import string_leaves
@@ -56,7 +44,7 @@ def stored_text(thread: Thread) -> str:
 
 
 def assert_no_secret(text: str) -> None:
-    for secret in SECRETS:
+    for secret in made_up.SECRETS:
         assert secret not in text
     assert "-----BEGIN RSA" not in text
 
@@ -70,10 +58,10 @@ def test_an_appended_tool_call_and_result_store_each_secret_redacted_and_search_
         [
             {
                 "role": "assistant",
-                "content": f"Connecting with {DATABASE_URL}",
-                "tool_calls": [{"id": "call_1", "name": "shell", "arguments": SECRET_ARGUMENTS}],
+                "content": f"Connecting with {made_up.DATABASE_URL}",
+                "tool_calls": [{"id": "call_1", "name": "shell", "arguments": made_up.SECRET_ARGUMENTS}],
             },
-            {"role": "tool", "tool_call_id": "call_1", "content": SECRET_RESULT},
+            {"role": "tool", "tool_call_id": "call_1", "content": made_up.SECRET_RESULT},
         ],
         format="json",
     )
@@ -81,13 +69,13 @@ def test_an_appended_tool_call_and_result_store_each_secret_redacted_and_search_
     assert response.status_code == 201, response.content
     call, result = Message.objects.filter(thread=thread).order_by("seq")
     assert call.content == f"Connecting with {REDACTED_URL}"
-    assert call.tool_calls == [{"id": "call_1", "name": "shell", "arguments": REDACTED_ARGUMENTS}]
-    assert result.content == REDACTED_RESULT
+    assert call.tool_calls == [{"id": "call_1", "name": "shell", "arguments": made_up.REDACTED_ARGUMENTS}]
+    assert result.content == made_up.REDACTED_RESULT
     leaves = dict(ToolArgument.objects.filter(message=call).values_list("path", "value"))
-    assert leaves == {path: value for path, value in string_leaves(REDACTED_ARGUMENTS)}
+    assert leaves == {path: value for path, value in string_leaves(made_up.REDACTED_ARGUMENTS)}
     # The answer is what was stored.
-    assert [m["content"] for m in response.json()] == [call.content, REDACTED_RESULT]
-    for secret in SECRETS:
+    assert [m["content"] for m in response.json()] == [call.content, made_up.REDACTED_RESULT]
+    for secret in made_up.SECRETS:
         for channel in (SLACK, None):
             body = search(owner_api, secret, channel)
             # The answer's header repeats the query; nothing else in it holds the secret.
@@ -99,7 +87,7 @@ def test_an_appended_tool_call_and_result_store_each_secret_redacted_and_search_
 
 
 def test_a_secret_in_a_single_user_message_is_redacted_too(owner_api, thread):
-    response = owner_api.post(MESSAGES, {"role": "user", "content": f"the key is {AWS_KEY_ID}"}, format="json")
+    response = owner_api.post(MESSAGES, {"role": "user", "content": f"the key is {made_up.AWS_KEY_ID}"}, format="json")
     assert response.json()["content"] == "the key is [redacted: aws access key]"
     assert Message.objects.get(thread=thread).content == "the key is [redacted: aws access key]"
 
@@ -109,23 +97,26 @@ def test_with_redaction_off_secrets_are_stored_as_they_came(owner_api, thread, s
     owner_api.post(
         MESSAGES,
         [
-            {"role": "assistant", "tool_calls": [{"id": "call_1", "name": "shell", "arguments": SECRET_ARGUMENTS}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": SECRET_RESULT},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "call_1", "name": "shell", "arguments": made_up.SECRET_ARGUMENTS}],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": made_up.SECRET_RESULT},
         ],
         format="json",
     )
     call, result = Message.objects.filter(thread=thread).order_by("seq")
-    assert call.tool_calls[0]["arguments"] == SECRET_ARGUMENTS and result.content == SECRET_RESULT
-    assert search(owner_api, GITHUB_TOKEN)["literal_hits_total"] >= 1
+    assert call.tool_calls[0]["arguments"] == made_up.SECRET_ARGUMENTS and result.content == made_up.SECRET_RESULT
+    assert search(owner_api, made_up.GITHUB_TOKEN)["literal_hits_total"] >= 1
 
 
 # --- imports and captures -----------------------------------------------------------------------------------
 
 
 def test_an_uploaded_session_stores_its_secrets_summary_and_problems_redacted(owner_api):
-    bad_line = json.dumps({"type": f"mystery {AWS_KEY_ID}"}).encode() + b"\n"
+    bad_line = json.dumps({"type": f"mystery {made_up.AWS_KEY_ID}"}).encode() + b"\n"
     data = {
-        "file": SimpleUploadedFile("session.jsonl", claude_code_session() + bad_line),
+        "file": SimpleUploadedFile("session.jsonl", made_up.claude_code_session() + bad_line),
         "channel": "uploaded",
     }
     response = owner_api.post("/api/v1/imports/", data, format="multipart")
@@ -134,16 +125,16 @@ def test_an_uploaded_session_stores_its_secrets_summary_and_problems_redacted(ow
     body = response.json()
     thread = Thread.objects.get(channel="uploaded")
     assert_no_secret(stored_text(thread))
-    assert Message.objects.get(thread=thread, role="tool").content == REDACTED_RESULT
+    assert Message.objects.get(thread=thread, role="tool").content == made_up.REDACTED_RESULT
     call = Message.objects.get(thread=thread, role="assistant")
-    assert call.tool_calls[0]["arguments"] == REDACTED_ARGUMENTS
+    assert call.tool_calls[0]["arguments"] == made_up.REDACTED_ARGUMENTS
     # Claude Code's own summary opens generation 2: imported through its own write, redacted as well.
     summary = Generation.objects.get(thread=thread, number=1).summary_message
     assert summary.content == "Summary: the app reads [redacted: aws access key] from .env"
     # The problem quoting the bad line keeps no secret either.
     assert body["errors"] == ["upload:session.jsonl:6: unknown record type 'mystery [redacted: aws access key]'"]
-    assert AWS_KEY_ID not in json.dumps(body)
-    assert search(owner_api, STRIPE_KEY, "uploaded")["literal_hits_total"] == 0
+    assert made_up.AWS_KEY_ID not in json.dumps(body)
+    assert search(owner_api, made_up.STRIPE_KEY, "uploaded")["literal_hits_total"] == 0
 
 
 def test_a_codex_sessions_title_taken_from_its_first_prompt_is_redacted(owner, tmp_path):
@@ -156,7 +147,7 @@ def test_a_codex_sessions_title_taken_from_its_first_prompt_is_redacted(owner, t
             "payload": {
                 "type": "message",
                 "role": "user",
-                "content": [{"type": "input_text", "text": f"push with {GITHUB_TOKEN} please"}],
+                "content": [{"type": "input_text", "text": f"push with {made_up.GITHUB_TOKEN} please"}],
             },
         },
     ]
@@ -171,7 +162,7 @@ def test_a_codex_sessions_title_taken_from_its_first_prompt_is_redacted(owner, t
 
 def test_a_captured_session_stores_its_secrets_redacted_as_its_streamed_message_grows(owner, tmp_path, monkeypatch):
     session = "0b5e7c1a-2f4d-4e8a-9c6b-1d2e3f4a5b6c"
-    lines = claude_code_session(session, stream=True).splitlines(keepends=True)
+    lines = made_up.claude_code_session(session, stream=True).splitlines(keepends=True)
     live = tmp_path / f"{session}.jsonl"
     stop = hook_json("Stop", transcript=live, session_id=session)
     # First capture: the prompt and the first record of the streamed assistant message (its text).
@@ -187,11 +178,11 @@ def test_a_captured_session_stores_its_secrets_redacted_as_its_streamed_message_
 
     assert (out, err) == ("", "")
     streamed.refresh_from_db()  # the same message, grown by its tool call
-    assert streamed.tool_calls[0]["arguments"] == REDACTED_ARGUMENTS
+    assert streamed.tool_calls[0]["arguments"] == made_up.REDACTED_ARGUMENTS
     assert set(ToolArgument.objects.filter(message=streamed).values_list("value", flat=True)) == {
-        value for _, value in string_leaves(REDACTED_ARGUMENTS)
+        value for _, value in string_leaves(made_up.REDACTED_ARGUMENTS)
     }
-    assert Message.objects.get(thread=thread, role="tool").content == REDACTED_RESULT
+    assert Message.objects.get(thread=thread, role="tool").content == made_up.REDACTED_RESULT
     assert_no_secret(stored_text(thread))
 
 
@@ -199,10 +190,12 @@ def test_a_captured_session_stores_its_secrets_redacted_as_its_streamed_message_
 
 
 def test_an_agent_turn_stores_the_models_secrets_redacted_and_never_sends_one_back(thread, owner_api, fake_openai):
-    fake_openai.push_chat("Let me look.", tool_calls=[{"id": "call_1", **search_call(f"who used {GITHUB_TOKEN}")}])
-    fake_openai.push_chat(f"Connect with {DATABASE_URL}; the key is {AWS_KEY_ID}.")
+    fake_openai.push_chat(
+        "Let me look.", tool_calls=[{"id": "call_1", **search_call(f"who used {made_up.GITHUB_TOKEN}")}]
+    )
+    fake_openai.push_chat(f"Connect with {made_up.DATABASE_URL}; the key is {made_up.AWS_KEY_ID}.")
 
-    response = run_turn(owner_api, f"my stripe key is {STRIPE_KEY}; what next?")
+    response = run_turn(owner_api, f"my stripe key is {made_up.STRIPE_KEY}; what next?")
 
     assert response.status_code == 200, response.content
     answer = f"Connect with {REDACTED_URL}; the key is [redacted: aws access key]."
@@ -214,7 +207,7 @@ def test_an_agent_turn_stores_the_models_secrets_redacted_and_never_sends_one_ba
     # Neither request to the model carries a secret: the transcript is what was stored.
     for request in fake_openai.chat_requests():
         sent = json.dumps(request)
-        assert STRIPE_KEY not in sent and GITHUB_TOKEN not in sent
+        assert made_up.STRIPE_KEY not in sent and made_up.GITHUB_TOKEN not in sent
     # The tool-call log keeps the model's query redacted too.
     assert ToolCall.objects.get().arguments["query"] == "who used [redacted: github token]"
 
@@ -229,12 +222,12 @@ def test_a_summary_the_model_writes_out_a_secret_in_is_stored_redacted(
     thread, fake_openai, django_capture_on_commit_callbacks
 ):
     deploy_conversation(thread)
-    fake_openai.push_chat(nine_sections(s5=f"The deploy pushed with {GITHUB_TOKEN}."))
+    fake_openai.push_chat(nine_sections(s5=f"The deploy pushed with {made_up.GITHUB_TOKEN}."))
 
     summary = _compacted_summary(thread, django_capture_on_commit_callbacks)
 
     assert "The deploy pushed with [redacted: github token]." in summary.content
-    assert GITHUB_TOKEN not in summary.content
+    assert made_up.GITHUB_TOKEN not in summary.content
 
 
 def test_a_summary_of_messages_stored_before_redaction_keeps_none_of_their_secrets(
@@ -242,11 +235,11 @@ def test_a_summary_of_messages_stored_before_redaction_keeps_none_of_their_secre
 ):
     settings.THREADMEM_REDACT_SECRETS = False
     deploy_conversation(thread)
-    append(thread, {"role": "user", "content": f"the password is in {DATABASE_URL}"})
+    append(thread, {"role": "user", "content": f"the password is in {made_up.DATABASE_URL}"})
     settings.THREADMEM_REDACT_SECRETS = True
 
     summary = _compacted_summary(thread, django_capture_on_commit_callbacks)
 
     # The offline summary quotes the URL (its resource catalogue lists it): without its password.
     assert REDACTED_URL in summary.content
-    assert DB_PASSWORD not in summary.content
+    assert made_up.DB_PASSWORD not in summary.content

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,3 +60,11 @@ def thread_rows(thread: Thread) -> list[tuple]:
         .order_by("seq")
         .values_list("generation", "role", "kind", "content", "tool_calls", "tool_call_id", "model_visible")
     )
+
+
+def imported_whole(folder: Path, source: Path, *, sessions: Path) -> None:
+    """The session file and its folder (subagents) imported at once, into the channel ``whole`` of ``owner``."""
+    folder.mkdir()
+    shutil.copy(source, folder / source.name)
+    shutil.copytree(sessions, folder / sessions.name)
+    call_command("import_sessions", "--format", "claude-code", "--owner", "owner", "--channel", "whole", str(folder))

@@ -8,32 +8,22 @@ from collections.abc import Sequence
 from rest_framework.test import APIClient
 
 from tests.support.workers import close_connections
-from threadmem.models import (
-    Chunk,
-    Compaction,
-    EmbeddingProgress,
-    Generation,
-    IsolationEvent,
-    Message,
-    Thread,
-    ToolArgument,
-    ToolCall,
-)
+from threadmem import models
 
 
 def rows_left(thread_ids: Sequence[int], message_ids: Sequence[int]) -> dict[str, int]:
     """The rows of the threads (and of their messages) still stored, per table; empty when none."""
     counts = {
-        "threads": Thread.objects.filter(pk__in=thread_ids).count(),
-        "messages": Message.objects.filter(thread_id__in=thread_ids).count(),
-        "messages by id": Message.objects.filter(pk__in=message_ids).count(),
-        "chunks": Chunk.objects.filter(message_id__in=message_ids).count(),
-        "tool_arguments": ToolArgument.objects.filter(thread_id__in=thread_ids).count(),
-        "embedding_progress": EmbeddingProgress.objects.filter(thread_id__in=thread_ids).count(),
-        "generations": Generation.objects.filter(thread_id__in=thread_ids).count(),
-        "compactions": Compaction.objects.filter(thread_id__in=thread_ids).count(),
-        "tool_calls": ToolCall.objects.filter(thread_id__in=thread_ids).count(),
-        "isolation_events": IsolationEvent.objects.filter(thread_id__in=thread_ids).count(),
+        "threads": models.Thread.objects.filter(pk__in=thread_ids).count(),
+        "messages": models.Message.objects.filter(thread_id__in=thread_ids).count(),
+        "messages by id": models.Message.objects.filter(pk__in=message_ids).count(),
+        "chunks": models.Chunk.objects.filter(message_id__in=message_ids).count(),
+        "tool_arguments": models.ToolArgument.objects.filter(thread_id__in=thread_ids).count(),
+        "embedding_progress": models.EmbeddingProgress.objects.filter(thread_id__in=thread_ids).count(),
+        "generations": models.Generation.objects.filter(thread_id__in=thread_ids).count(),
+        "compactions": models.Compaction.objects.filter(thread_id__in=thread_ids).count(),
+        "tool_calls": models.ToolCall.objects.filter(thread_id__in=thread_ids).count(),
+        "isolation_events": models.IsolationEvent.objects.filter(thread_id__in=thread_ids).count(),
     }
     return {name: count for name, count in counts.items() if count}
 

@@ -17,17 +17,7 @@ from collections.abc import Sequence
 from django.db import connection
 from django.db.models import Model
 
-from threadmem.models import (
-    Chunk,
-    Compaction,
-    EmbeddingProgress,
-    Generation,
-    IsolationEvent,
-    Message,
-    Thread,
-    ToolArgument,
-    ToolCall,
-)
+from threadmem import models
 
 
 def _table(model: type[Model]) -> str:
@@ -36,15 +26,15 @@ def _table(model: type[Model]) -> str:
 
 # (what is counted, the table, the rows of the threads): {ids} are the threads' ids.
 _STEPS: list[tuple[str, type[Model], str]] = [
-    ("tool_calls", ToolCall, "thread_id IN ({ids})"),
-    ("isolation_events", IsolationEvent, "thread_id IN ({ids})"),
-    ("chunks", Chunk, f"message_id IN (SELECT id FROM {_table(Message)} WHERE thread_id IN ({{ids}}))"),
-    ("tool_arguments", ToolArgument, "thread_id IN ({ids})"),
-    ("compactions", Compaction, "thread_id IN ({ids})"),
-    ("embedding_progress", EmbeddingProgress, "thread_id IN ({ids})"),
-    ("generations", Generation, "thread_id IN ({ids})"),
-    ("messages", Message, "thread_id IN ({ids})"),
-    ("threads", Thread, "id IN ({ids})"),
+    ("tool_calls", models.ToolCall, "thread_id IN ({ids})"),
+    ("isolation_events", models.IsolationEvent, "thread_id IN ({ids})"),
+    ("chunks", models.Chunk, f"message_id IN (SELECT id FROM {_table(models.Message)} WHERE thread_id IN ({{ids}}))"),
+    ("tool_arguments", models.ToolArgument, "thread_id IN ({ids})"),
+    ("compactions", models.Compaction, "thread_id IN ({ids})"),
+    ("embedding_progress", models.EmbeddingProgress, "thread_id IN ({ids})"),
+    ("generations", models.Generation, "thread_id IN ({ids})"),
+    ("messages", models.Message, "thread_id IN ({ids})"),
+    ("threads", models.Thread, "id IN ({ids})"),
 ]
 
 
@@ -64,6 +54,14 @@ def delete_threads(thread_ids: Sequence[int]) -> dict[str, int]:
     return counts
 
 
+# What derives from each message, deleted before the message: (what is counted, the table).
+_PER_MESSAGE: list[tuple[str, type[Model]]] = [
+    ("isolation_events", models.IsolationEvent),
+    ("chunks", models.Chunk),
+    ("tool_arguments", models.ToolArgument),
+]
+
+
 def delete_newest_messages(thread_ids: Sequence[int], *, from_id: int) -> dict[str, int]:
     """Delete the threads' messages with ids from ``from_id`` on, and what derives from each; counts per table.
 
@@ -71,24 +69,24 @@ def delete_newest_messages(thread_ids: Sequence[int], *, from_id: int) -> dict[s
     (summaries of generations, supersessions, fork points: ``unlink``).
     """
     threads = ", ".join(["%s"] * len(thread_ids))
-    messages = f"SELECT id FROM {_table(Message)} WHERE thread_id IN ({threads}) AND id >= %s"
+    messages = f"SELECT id FROM {_table(models.Message)} WHERE thread_id IN ({threads}) AND id >= %s"
     params = [*thread_ids, from_id]
     counts: dict[str, int] = {}
     with connection.cursor() as cursor:
-        for name, model in (("isolation_events", IsolationEvent), ("chunks", Chunk), ("tool_arguments", ToolArgument)):
+        for name, model in _PER_MESSAGE:
             cursor.execute(f"DELETE FROM {_table(model)} WHERE message_id IN ({messages})", params)
             counts[name] = cursor.rowcount
-        cursor.execute(f"DELETE FROM {_table(Message)} WHERE thread_id IN ({threads}) AND id >= %s", params)
+        cursor.execute(f"DELETE FROM {_table(models.Message)} WHERE thread_id IN ({threads}) AND id >= %s", params)
         counts["messages"] = cursor.rowcount
     return counts
 
 
 def unlink(thread_ids: Sequence[int]) -> None:
     """Clear the references to the threads' messages that are not derived from them, before they go in batches."""
-    Generation.objects.filter(thread_id__in=thread_ids).update(summary_message=None)
-    Compaction.objects.filter(thread_id__in=thread_ids).update(summary_message=None)
-    Message.objects.filter(thread_id__in=thread_ids, superseded_by__isnull=False).update(superseded_by=None)
-    Thread.objects.filter(pk__in=thread_ids).update(parent=None, fork_message=None)
+    models.Generation.objects.filter(thread_id__in=thread_ids).update(summary_message=None)
+    models.Compaction.objects.filter(thread_id__in=thread_ids).update(summary_message=None)
+    models.Message.objects.filter(thread_id__in=thread_ids, superseded_by__isnull=False).update(superseded_by=None)
+    models.Thread.objects.filter(pk__in=thread_ids).update(parent=None, fork_message=None)
 
 
 def delete_messages(message_ids: Sequence[int]) -> dict[str, int]:
@@ -96,13 +94,9 @@ def delete_messages(message_ids: Sequence[int]) -> dict[str, int]:
     placeholders = ", ".join(["%s"] * len(message_ids))
     counts: dict[str, int] = {}
     with connection.cursor() as cursor:
-        for name, model in (
-            ("isolation_events", IsolationEvent),
-            ("chunks", Chunk),
-            ("tool_arguments", ToolArgument),
-        ):
+        for name, model in _PER_MESSAGE:
             cursor.execute(f"DELETE FROM {_table(model)} WHERE message_id IN ({placeholders})", list(message_ids))
             counts[name] = cursor.rowcount
-        cursor.execute(f"DELETE FROM {_table(Message)} WHERE id IN ({placeholders})", list(message_ids))
+        cursor.execute(f"DELETE FROM {_table(models.Message)} WHERE id IN ({placeholders})", list(message_ids))
         counts["messages"] = cursor.rowcount
     return counts

@@ -44,16 +44,7 @@ from typing import Any
 
 from threadmem.domain.services import message_parse
 from threadmem.errors import DomainError
-from threadmem.features.imports.records import (
-    Boundary,
-    Item,
-    Line,
-    Msg,
-    Problem,
-    Summary,
-    load_record,
-    session_text_problem,
-)
+from threadmem.features.imports import records
 from threadmem.models import Message
 
 CHANNEL_PREFIX = "codex"
@@ -92,27 +83,27 @@ class CodexParser:
         self.cwd = ""
         self.first_user_text: str | None = None
 
-    def prime(self, line: Line) -> None:
+    def prime(self, line: records.Line) -> None:
         """Read the session's id and directory from the first line, before a capture starts further on."""
-        record = load_record(line)
+        record = records.load_record(line)
         if isinstance(record, dict) and record.get("type") == "session_meta":
             self._meta(record.get("payload"))
 
-    def feed(self, line: Line) -> list[Item]:
-        record = load_record(line)
+    def feed(self, line: records.Line) -> list[records.Item]:
+        record = records.load_record(line)
         if record is None:
             return []
-        if isinstance(record, Problem):
+        if isinstance(record, records.Problem):
             return [record]
         kind, payload = record.get("type"), record.get("payload")
         if kind in SKIPPED_TYPES:
             return []
         if not isinstance(payload, dict):
-            return [Problem(line.number, f"record {kind!r} without a payload object")]
+            return [records.Problem(line.number, f"record {kind!r} without a payload object")]
         if kind == "session_meta":
-            problem = session_text_problem(payload, SESSION_FIELDS)
+            problem = records.session_text_problem(payload, SESSION_FIELDS)
             if problem:
-                return [Problem(line.number, f"payload.{problem}")]
+                return [records.Problem(line.number, f"payload.{problem}")]
             self._meta(payload)
             return []
         if kind == "response_item":
@@ -121,9 +112,9 @@ class CodexParser:
             return self._compacted(line, payload)
         if kind == "event_msg":
             return self._event(line, payload)
-        return [Problem(line.number, f"unknown record type {kind!r}")]
+        return [records.Problem(line.number, f"unknown record type {kind!r}")]
 
-    def flush(self) -> list[Item]:
+    def flush(self) -> list[records.Item]:
         return []
 
     def _meta(self, payload: Any) -> None:
@@ -133,7 +124,7 @@ class CodexParser:
 
     # --- response items --------------------------------------------------------
 
-    def _item(self, line: Line, item: dict[str, Any]) -> list[Item]:
+    def _item(self, line: records.Line, item: dict[str, Any]) -> list[records.Item]:
         kind = item.get("type")
         source = f"L{line.number}"
         if kind == "message":
@@ -159,9 +150,9 @@ class CodexParser:
             return [self._parsed(data, line, source)]
         if kind in SKIPPED_ITEMS:
             return []
-        return [Problem(line.number, f"unknown response item {kind!r}")]
+        return [records.Problem(line.number, f"unknown response item {kind!r}")]
 
-    def _message(self, line: Line, item: dict[str, Any], source: str) -> list[Item]:
+    def _message(self, line: records.Line, item: dict[str, Any], source: str) -> list[records.Item]:
         role = item.get("role")
         text = _parts_text(item.get("content"))
         if role == "assistant":
@@ -176,9 +167,9 @@ class CodexParser:
         if role in ("developer", "system"):
             data = {"role": "system", "content": text or "[empty]", "kind": Message.Kind.MACHINE_EVENT}
             return [self._parsed(data, line, source)]
-        return [Problem(line.number, f"message with unknown role {role!r}")]
+        return [records.Problem(line.number, f"message with unknown role {role!r}")]
 
-    def _call(self, line: Line, item: dict[str, Any], kind: str) -> Item:
+    def _call(self, line: records.Line, item: dict[str, Any], kind: str) -> records.Item:
         name, where = CALLS[kind]
         name = name or str(item.get("name") or kind)
         if item.get("namespace"):
@@ -189,7 +180,7 @@ class CodexParser:
 
     # --- compaction and events ---------------------------------------------------
 
-    def _compacted(self, line: Line, payload: dict[str, Any]) -> list[Item]:
+    def _compacted(self, line: records.Line, payload: dict[str, Any]) -> list[records.Item]:
         source = f"L{line.number}"
         event = {"role": "system", "content": "Conversation compacted by Codex", "kind": Message.Kind.MACHINE_EVENT}
         boundary = self._parsed(event, line, f"{source}:compacted")
@@ -201,11 +192,11 @@ class CodexParser:
                     t for t in (_parts_text(i.get("content")) for i in kept if isinstance(i, dict)) if t.strip()
                 )
         summary = self._parsed({"role": "user", "content": text or NO_SUMMARY}, line, source)
-        if not isinstance(boundary, Msg) or not isinstance(summary, Msg):
-            return [p for p in (boundary, summary) if isinstance(p, Problem)]
-        return [Boundary(boundary.message), Summary(summary.message)]
+        if not isinstance(boundary, records.Msg) or not isinstance(summary, records.Msg):
+            return [p for p in (boundary, summary) if isinstance(p, records.Problem)]
+        return [records.Boundary(boundary.message), records.Summary(summary.message)]
 
-    def _event(self, line: Line, payload: dict[str, Any]) -> list[Item]:
+    def _event(self, line: records.Line, payload: dict[str, Any]) -> list[records.Item]:
         kind = payload.get("type")
         text = payload.get("message")
         if kind in REPEATED_EVENTS or not isinstance(text, str) or not text.strip():
@@ -213,13 +204,13 @@ class CodexParser:
         data = {"role": "system", "content": f"{kind}: {text}", "kind": Message.Kind.MACHINE_EVENT}
         return [self._parsed(data, line, f"L{line.number}")]
 
-    def _parsed(self, data: dict[str, Any], line: Line, source_id: str) -> Msg | Problem:
+    def _parsed(self, data: dict[str, Any], line: records.Line, source_id: str) -> records.Msg | records.Problem:
         data["source_id"] = source_id
         data["session_id"] = self.session_id or self.fallback_session_id
         try:
-            return Msg(message_parse(data, position=f"line {line.number}"))
+            return records.Msg(message_parse(data, position=f"line {line.number}"))
         except DomainError as exc:
-            return Problem(line.number, exc.message)
+            return records.Problem(line.number, exc.message)
 
 
 def _parts_text(content: Any) -> str:

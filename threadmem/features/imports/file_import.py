@@ -16,26 +16,13 @@ from django.db import transaction
 from threadmem.domain import services
 from threadmem.domain.redaction import text_redacted
 from threadmem.errors import InvalidInput
-from threadmem.features.imports import claude_code, codex, openai_chat
+from threadmem.features.imports import claude_code, codex, openai_chat, records
 from threadmem.features.imports.generations import (
     generation_close_imported,
     generation_summary_imported,
     message_grow_imported,
 )
 from threadmem.features.imports.import_threads import subagent_fork_point, thread_for_import
-from threadmem.features.imports.records import (
-    CODEX,
-    FORMATS,
-    THREADMEM,
-    Boundary,
-    Item,
-    Line,
-    Msg,
-    Problem,
-    Summary,
-    is_subagent_file,
-    read_complete_lines,
-)
 from threadmem.features.imports.report import ImportReport
 from threadmem.models import Thread
 
@@ -45,7 +32,7 @@ COMMIT_BYTES = 8 * 1024 * 1024
 CLAUDE_CODE = "claude-code"
 OPENAI = "openai"
 # Formats of one session a file, read by a parser that keeps state across lines (the others: a conversation a line).
-SESSION_FORMATS = (CLAUDE_CODE, CODEX)
+SESSION_FORMATS = (CLAUDE_CODE, records.CODEX)
 
 
 class ThreadWriter:
@@ -65,18 +52,18 @@ class ThreadWriter:
             self.report.channel(self.thread.channel)
         return self.thread
 
-    def add(self, item: Item) -> None:
-        if isinstance(item, Msg):
+    def add(self, item: records.Item) -> None:
+        if isinstance(item, records.Msg):
             if item.message.source_id in self._batch_ids:
                 self.flush()
             self._batch.append(item.message)
             self._batch_ids.add(item.message.source_id)
             if len(self._batch) >= BATCH_SIZE:
                 self.flush()
-        elif isinstance(item, Boundary):
+        elif isinstance(item, records.Boundary):
             self.flush()
             self._count(generation_close_imported(thread=self._thread(), event=item.event))
-        elif isinstance(item, Summary):
+        elif isinstance(item, records.Summary):
             self.flush()
             stored = generation_summary_imported(thread=self._thread(), summary=item.message, origin=self.origin)
             self._count(stored is not None)
@@ -136,9 +123,9 @@ class FileImport:
         on_problem: Callable[[str], None] | None = None,
         project: str = "",
     ) -> None:
-        if fmt not in FORMATS:
-            raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
-        if fmt == THREADMEM:
+        if fmt not in records.FORMATS:
+            raise InvalidInput(f"format must be one of {', '.join(records.FORMATS)}", field="format")
+        if fmt == records.THREADMEM:
             raise InvalidInput(
                 f"{path}: a threadmem export is restored whole (import_sessions), not followed or captured"
             )
@@ -156,9 +143,9 @@ class FileImport:
         self.resume_line = 0
         self.last_source_id = ""
         self.parser: claude_code.ClaudeCodeParser | codex.CodexParser = (
-            codex.CodexParser(path) if fmt == CODEX else claude_code.ClaudeCodeParser()
+            codex.CodexParser(path) if fmt == records.CODEX else claude_code.ClaudeCodeParser()
         )
-        factory = self._codex_thread if fmt == CODEX else self._claude_thread
+        factory = self._codex_thread if fmt == records.CODEX else self._claude_thread
         self.writer = ThreadWriter(report=report, thread_factory=factory, origin=fmt)
         report.files += 1
 
@@ -169,7 +156,7 @@ class FileImport:
         if offset and isinstance(self.parser, codex.CodexParser):
             # Only a rollout's first record names its session: read it again.
             with self.path.open("rb") as handle:
-                first = next(read_complete_lines(handle, offset=0, line_number=0, final=True), None)
+                first = next(records.read_complete_lines(handle, offset=0, line_number=0, final=True), None)
             if first is not None:
                 self.parser.prime(first)
 
@@ -184,7 +171,7 @@ class FileImport:
         start = reported = self.offset
         hooks_due: dict[int, Thread] = {}
         with self.path.open("rb") as handle:
-            lines = read_complete_lines(handle, offset=self.offset, line_number=self.line_number, final=final)
+            lines = records.read_complete_lines(handle, offset=self.offset, line_number=self.line_number, final=final)
             more = True
             while more:
                 window, more = self.offset, False
@@ -217,24 +204,24 @@ class FileImport:
         self.report.bytes += self.offset - start
         return self.offset - start
 
-    def _resume_after(self, line: Line, before: tuple[int, int]) -> None:
+    def _resume_after(self, line: records.Line, before: tuple[int, int]) -> None:
         opened = self.parser.open_line if self.fmt in SESSION_FORMATS else 0
         if not opened:
             self.resume_offset, self.resume_line = line.end_offset, line.number
         elif opened == line.number:
             self.resume_offset, self.resume_line = before
 
-    def _take(self, items: list[Item], writer: ThreadWriter) -> None:
+    def _take(self, items: list[records.Item], writer: ThreadWriter) -> None:
         for item in items:
-            if isinstance(item, Problem):
+            if isinstance(item, records.Problem):
                 text = self.report.problem(self.source_path, item.line, item.reason)
                 if self.on_problem is not None:
                     self.on_problem(text)
             else:
                 writer.add(item)
-                self.last_source_id = (item.event if isinstance(item, Boundary) else item.message).source_id
+                self.last_source_id = (item.event if isinstance(item, records.Boundary) else item.message).source_id
 
-    def _conversation(self, line: Line, hooks_due: dict[int, Thread]) -> None:
+    def _conversation(self, line: records.Line, hooks_due: dict[int, Thread]) -> None:
         items = openai_chat.conversation_items(line)
         if not items:
             return
@@ -263,7 +250,7 @@ class FileImport:
         return thread_for_import(
             owner=self.owner,
             channel=self.channel or f"{codex.CHANNEL_PREFIX}:{session_id}",
-            source_format=CODEX,
+            source_format=records.CODEX,
             source_path=self.source_path,
             session_id=session_id,
             title=prompt or f"Codex session {session_id[:8]}",
@@ -274,7 +261,7 @@ class FileImport:
     def _claude_thread(self) -> Thread:
         session_id = self.parser.session_id or self.path.stem
         title = self.parser.slug or f"Claude Code session {session_id[:8]}"
-        if not is_subagent_file(self.path):
+        if not records.is_subagent_file(self.path):
             channel = self.channel or f"{CLAUDE_CODE}:{session_id}"
             return thread_for_import(
                 owner=self.owner,
