@@ -120,7 +120,7 @@ def test_messages_appended_while_the_broker_was_down_are_embedded_by_the_sweep(
             wait_until(lambda: embedding_service.threads_behind() == [], pool, what="the sweep's embedding run")
             last_seq = thread.messages.order_by("-seq").values_list("seq", flat=True).first()
             assert EmbeddingProgress.objects.get(thread=thread).embedded_seq == last_seq
-            assert "Task threadmem.features.embeddings.sweep[" in pool.log("sweeper")
+            assert "Task threadmem.embeddings.sweep[" in pool.log("sweeper")
         finally:
             pool.stop_all()
             pool.delete_queue()

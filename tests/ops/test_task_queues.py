@@ -82,9 +82,9 @@ def test_each_kind_of_task_goes_to_its_queue_and_a_compaction_runs_past_an_impor
             assert queued(embeddings_queue) >= 1
             assert queued(compaction_queue) == 0 and queued(base) == 0
             received = pool.log("compactor")
-            assert "Task threadmem.features.compaction.run[" in received
-            assert "Task threadmem.features.imports.run[" not in received
-            assert "Task threadmem.features.embeddings.embed_thread[" not in received
+            assert "Task threadmem.compaction.run[" in received
+            assert "Task threadmem.imports.run[" not in received
+            assert "Task threadmem.embeddings.embed_thread[" not in received
         finally:
             pool.stop_all()
             for queue in (base, *queue_of.values()):

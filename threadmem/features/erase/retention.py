@@ -2,7 +2,7 @@
 
 A thread goes with its forks, and only once every one of them is idle past
 the limit: an active fork keeps its ancestry. The periodic task
-(``threadmem.features.erase.retention``, Celery beat) and ``manage.py retention``
+(the task ``threadmem.erase.retention``, Celery beat) and ``manage.py retention``
 run the same selection. Deletions that stopped half way are finished by
 every run, whatever the limit; the sweep task finishes them whether or not
 retention is on.
