@@ -52,7 +52,7 @@ from threadmem.features.search.answer_caps import (
     WORDS_BY_CURSOR,
 )
 from threadmem.features.search.hit_entries import Call, Entry, call_of_fields, one_line
-from threadmem.features.search.hits import Candidate, Coverage, HitLink, LiteralPart, Windows
+from threadmem.features.search.hits import Candidate, Coverage, Cut, HitLink, Listing, LiteralPart, Windows, hit_links
 from threadmem.features.search.page_cursor import CursorPosition, cursor_chars
 from threadmem.lib.windows import Window
 
@@ -202,6 +202,35 @@ def literal_part(
         coverage=coverage,
         next_position=next_position,
         next_cursor=cursor,
+    )
+
+
+def lay_out(
+    listing: Listing, cut: Cut, terms: list[str], *, sign: Callable[[CursorPosition], str] | None
+) -> LiteralPart:
+    """The literal part of ``listing``, with the windows ``cut`` and each hit's link (``literal_part``)."""
+    if not listing.candidates:
+        return literal_part(
+            [],
+            terms,
+            {},
+            candidate_count=0,
+            bounded=listing.bounded,
+            coverage=listing.coverage,
+            listed_before=listing.listed_before,
+        )
+    return literal_part(
+        listing.candidates,
+        terms,
+        cut.windows,
+        candidate_count=len(listing.candidates),
+        bounded=listing.bounded,
+        coverage=listing.coverage,
+        seeds=listing.seeds,
+        listed_before=listing.listed_before,
+        links=hit_links(listing.candidates, cut.links),
+        sign=sign,
+        max_chars=listing.max_chars,
     )
 
 

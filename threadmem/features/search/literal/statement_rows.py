@@ -1,7 +1,7 @@
 """What the literal statements return, read into data: the match statement's rows, the windows statement's, and
 the candidates the listing keeps of them.
 
-The rows come in listing order (``match_sql.with_small_windows``), some with their
+The rows come in listing order (``listing_sql.with_small_windows``), some with their
 window already cut. ``listing_of`` keeps a global term's first
 SEARCH_COUNT_LIMIT fields and a later page's rows from its cursor on, and
 says which cap applies: the data the windows statement and the layout
@@ -21,7 +21,16 @@ from threadmem.features.search.answer_caps import (
     WINDOW_CHARS,
     WINDOW_LEAD,
 )
-from threadmem.features.search.hits import Candidate, Coverage, Link, MatchedBy, WindowKey, candidates_of
+from threadmem.features.search.hits import (
+    Candidate,
+    Coverage,
+    Cut,
+    Link,
+    Listing,
+    MatchedBy,
+    WindowKey,
+    candidates_of,
+)
 from threadmem.features.search.hits import links_of as hits_links_of
 from threadmem.features.search.page_cursor import CursorPosition
 from threadmem.lib.windows import Window, windows_from_slices
@@ -72,13 +81,6 @@ def windows_at(rows: Iterable[Any]) -> list[tuple[int, Window] | None]:
     return windows_from_slices(slices, width=WINDOW_CHARS, lead=WINDOW_LEAD)
 
 
-class Cut(NamedTuple):
-    """What the windows statement (or the match statement before it) cut."""
-
-    windows: dict[WindowKey, tuple[int, Window] | None]  # (field, term) -> (position, Window); None: no match
-    links: dict[tuple[int, int], Link]  # field -> its tool and other half, for the fields with a window
-
-
 def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]]) -> Cut:
     """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them."""
     read = [WindowRow._make(row) for row in rows]
@@ -91,18 +93,6 @@ def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[
 def links_of(rows: Sequence[Any]) -> list[Link]:
     """The link columns of rows that got a window (``hits.links_of``)."""
     return hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for row in rows])
-
-
-class Listing(NamedTuple):
-    """The candidates the listing may show, in listing order, and what the layout needs to list them."""
-
-    candidates: list[Candidate]
-    seeds: list[Candidate]  # a later page's earlier candidates on the fields it may list (answer_layout.literal_part)
-    cut: Cut  # the windows the match statement cut already
-    bounded: bool  # a global term passed SEARCH_COUNT_LIMIT
-    coverage: Coverage
-    max_chars: int  # the literal part's cap
-    listed_before: int  # hits the earlier pages listed
 
 
 def listing_of(
