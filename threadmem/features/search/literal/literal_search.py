@@ -36,7 +36,7 @@ from threadmem.features.search.literal.match_sql import match_statement
 from threadmem.features.search.literal.plan import SearchPlan, plan_search
 from threadmem.features.search.literal.spelling_sql import spellings, spellings_sql
 from threadmem.features.search.literal.statement_rows import Matches, listing_of, match_rows, window_rows
-from threadmem.features.search.literal.window_sql import window_sql_all, window_sql_walk
+from threadmem.features.search.literal.window_sql import window_sql
 from threadmem.features.search.page_cursor import CursorPosition
 from threadmem.features.search.statements import fetch_rows, within_budget
 from threadmem.features.search.window_walk import walk_reach, window_pairs
@@ -127,13 +127,8 @@ def cut_windows(listing: Listing, terms: list[str], dialect: Dialect, scope: Sea
     pairs, costs = window_pairs(listing.candidates, terms, budget=budget, seeds=listing.seeds)
     if not pairs:
         return Cut({}, {})
-    if all(pair in listing.cut.windows for _, pair in pairs):
-        return Cut(walk_reach(pairs, costs, listing.cut.windows, budget=budget), listing.cut.links)
-    if dialect.vendor == "postgresql":
-        statement, params = window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
-    else:
-        statement, params = window_sql_all(pairs, terms, dialect, scope=scope)
-    cut = window_rows(pairs, fetch_rows(statement, params))
-    # SQLite cuts every pair: one without a row no longer matches. PostgreSQL's walk leaves out what it did not reach.
-    windows = cut.windows if dialect.vendor == "postgresql" else {pair: cut.windows.get(pair) for _, pair in pairs}
-    return Cut(walk_reach(pairs, costs, windows, budget=budget), cut.links)
+    cut = listing.cut
+    if not all(pair in cut.windows for _, pair in pairs):
+        statement, params = window_sql(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
+        cut = window_rows(pairs, fetch_rows(statement, params), every=dialect.vendor != "postgresql")
+    return Cut(walk_reach(pairs, costs, cut.windows, budget=budget), cut.links)

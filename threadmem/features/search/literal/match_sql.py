@@ -9,7 +9,7 @@ running nothing. It takes the fragments every branch needs once per
 statement (``Dialect.statement_sql``, ``filter_sql.statement_filters``),
 writes one ``UNION ALL`` branch per term and field kind (``union_sql``), and
 wraps them in the listing order; a global search's fallback reads the whole
-query in the newest messages instead (``recent_match_sql``). The kinds, as
+query in the newest messages instead (``recent_sql``). The kinds, as
 ``plan.Branch`` names them:
 
 * ``SCAN``: every row of the scope, a test no index serves; ``TRIGRAM``: the
@@ -48,10 +48,9 @@ from threadmem.features.search.database.capabilities import TOKEN_CANDIDATES
 from threadmem.features.search.database.term_tokens import UNINDEXED_QUERY
 from threadmem.features.search.hits import candidate_columns
 from threadmem.features.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
-from threadmem.features.search.literal.filter_sql import StatementFilters, scope_sql, statement_filters
+from threadmem.features.search.literal.filter_sql import StatementFilters, statement_filters
 from threadmem.features.search.literal.listing_sql import with_small_windows
 from threadmem.features.search.literal.plan import Branch, SearchPlan, Step, TermPlan
-from threadmem.features.search.shared_sql import searchable_sql
 
 Sql = tuple[str, list[Any]]
 
@@ -64,13 +63,17 @@ def match_statement(
     start: tuple[int, int, int] | None = None,
     described_max_chars: int | None = None,
 ) -> Sql:
-    """The statement of one of ``plan``'s steps: its terms' branches (``match_sql``), or the whole query in the
-    newest messages (``recent_match_sql``). ``spelled``, ``start`` and ``described_max_chars``: as ``match_sql``;
-    the newest messages are searched for the whole query alone, so no described cap applies there."""
-    if step.terms is None:
-        return recent_match_sql(plan.scope, [plan.terms[0].term], plan.dialect, start=start)
+    """The statement of one of ``plan``'s steps (``match_sql``): its terms' branches, or, for a step without
+    terms, the whole query in the newest messages."""
+    newest = step.terms is None
     return match_sql(
-        plan.scope, step.terms, plan.dialect, spelled=spelled, start=start, described_max_chars=described_max_chars
+        plan.scope,
+        plan.terms[:1] if step.terms is None else step.terms,
+        plan.dialect,
+        newest=newest,
+        spelled=spelled,
+        start=start,
+        described_max_chars=None if newest else described_max_chars,
     )
 
 
@@ -79,17 +82,26 @@ def match_sql(
     planned: Sequence[TermPlan],
     dialect: Dialect,
     *,
+    newest: bool = False,
     spelled: Mapping[int, str] | None = None,
     start: tuple[int, int, int] | None = None,
     described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, each term's branches as its ``TermPlan.branch`` says (a scan
     reads the scope's rows, ``Dialect.scan_matches``; the others go through the indexes), in listing order with
-    the small fields' windows. ``spelled``: as ``union_sql``."""
+    the small fields' windows. ``spelled``: as ``union_sql``.
+
+    ``newest``: the fallback of a global search the indexes could not narrow in time: the whole query (``planned``
+    holds its one term) in the newest messages (``recent_sql``), with no described cap (``described_max_chars``).
+    """
     terms = [term.term for term in planned]
     sql = dialect.statement_sql(terms, narrow=not scope.is_global)
-    filters = statement_filters(scope, dialect, window=any(term.branch == Branch.WINDOW for term in planned))
-    matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
+    window = not newest and any(term.branch == Branch.WINDOW for term in planned)
+    filters = statement_filters(scope, dialect, window=window)
+    if newest:
+        matches, params = recent_sql(sql, filters)
+    else:
+        matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
     return with_small_windows(
         matches, params, terms, dialect, sql=sql, filters=filters, start=start, described_max_chars=described_max_chars
     )
@@ -299,9 +311,7 @@ def before_window_sql(index: int) -> str:
     )
 
 
-def recent_match_sql(
-    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, start: tuple[int, int, int] | None = None
-) -> tuple[str, list[Any]]:
+def recent_sql(sql: StatementSql, filters: StatementFilters) -> Sql:
     """The fallback of a global search the index cannot narrow in time: the newest messages only.
 
     The whole query (not each word: the words are what made it too broad) in
@@ -311,10 +321,10 @@ def recent_match_sql(
     ``octet_length`` reads stored sizes without decompressing anything; the id
     range keeps a caller who owns a sliver of the store from sorting all of it.
     """
-    searchable, searchable_params = searchable_sql("m")
-    in_scope, scope_params = scope_sql(scope, dialect, message="m")
-    content_match, pattern = dialect.matches("m.content", terms[0])
-    argument_match, _ = dialect.matches("a.value", terms[0])
+    searchable, searchable_params = filters.searchable
+    in_scope, scope_params = filters.scope
+    content_match, pattern = sql.terms[0].matches["m.content"]
+    argument_match, _ = sql.terms[0].matches["a.value"]
     limit = SEARCH_COUNT_LIMIT + 1
     statement = (
         "WITH r AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
@@ -324,11 +334,11 @@ def recent_match_sql(
         "AND m.id > (SELECT max(l.id) FROM threadmem_message l) - %s "
         "ORDER BY m.id DESC LIMIT %s"
         ") n WHERE n.seen - octet_length(n.content) < %s) "
-        f"SELECT * FROM (SELECT 0 AS term, {CONTENT_COLUMNS.format(min_chars=dialect.min_chars('m.content'))} "
+        f"SELECT * FROM (SELECT 0 AS term, {CONTENT_COLUMNS.format(min_chars=sql.min_chars['m.content'])} "
         f"FROM r m WHERE {content_match} ORDER BY m.id DESC LIMIT %s) c0 "
         "UNION ALL "
         # LATERAL: each recent message's own arguments by index, not a scan of every argument.
-        f"SELECT * FROM (SELECT 0 AS term, {ARGUMENT_COLUMNS.format(min_chars=dialect.min_chars('a.value'))} "
+        f"SELECT * FROM (SELECT 0 AS term, {ARGUMENT_COLUMNS.format(min_chars=sql.min_chars['a.value'])} "
         "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
         f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0"
     )
@@ -343,8 +353,4 @@ def recent_match_sql(
         pattern,
         limit,
     ]
-    whole = terms[:1]
-    sql = dialect.statement_sql(whole, narrow=not scope.is_global)
-    return with_small_windows(
-        statement, params, whole, dialect, sql=sql, filters=statement_filters(scope, dialect), start=start
-    )
+    return statement, params

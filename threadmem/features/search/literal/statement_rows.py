@@ -25,7 +25,6 @@ from threadmem.features.search.hits import (
     Candidate,
     Coverage,
     Cut,
-    Link,
     Listing,
     MatchedBy,
     WindowKey,
@@ -33,7 +32,7 @@ from threadmem.features.search.hits import (
 )
 from threadmem.features.search.hits import links_of as hits_links_of
 from threadmem.features.search.page_cursor import CursorPosition
-from threadmem.lib.windows import Window, windows_from_slices
+from threadmem.lib.windows import windows_from_slices
 
 
 class MatchRow(NamedTuple):
@@ -75,24 +74,28 @@ class WindowRow(NamedTuple):
     link_arguments: str | None
 
 
-def windows_at(rows: Iterable[Any]) -> list[tuple[int, Window] | None]:
-    """(position, Window) of each row's ``position`` and ``piece`` (None: the field no longer matches)."""
-    slices = [(row.position, row.piece) for row in rows]
-    return windows_from_slices(slices, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+def cut_of(rows: Sequence[Any], keys: Iterable[WindowKey]) -> Cut:
+    """What ``rows`` cut, row i being ``keys``' (field, term) i: the (position, Window) of its ``position`` and
+    ``piece`` (None: the field no longer matches), and its field's link columns when it got a window
+    (``hits.links_of``). A match statement's rows and a windows statement's carry the same columns."""
+    keys = list(keys)
+    windows = windows_from_slices([(row.position, row.piece) for row in rows], width=WINDOW_CHARS, lead=WINDOW_LEAD)
+    cut = [(key[0], row) for key, row in zip(keys, rows, strict=True) if row.position]
+    links = hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for _, row in cut])
+    return Cut(dict(zip(keys, windows, strict=True)), dict(zip((field for field, _ in cut), links, strict=True)))
 
 
-def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]]) -> Cut:
-    """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them."""
+def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]], *, every: bool) -> Cut:
+    """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them.
+
+    ``every``: the statement cut every pair (SQLite's), so a pair without a row no longer matches; else (the walk
+    of PostgreSQL's) a pair without a row was not reached, and stays absent.
+    """
     read = [WindowRow._make(row) for row in rows]
-    windows = dict(zip((pairs[row.ordinal][1] for row in read), windows_at(read), strict=True))
-    cut = [row for row in read if row.position]
-    links = dict(zip((pairs[row.ordinal][1][0] for row in cut), links_of(cut), strict=True))
-    return Cut(windows, links)
-
-
-def links_of(rows: Sequence[Any]) -> list[Link]:
-    """The link columns of rows that got a window (``hits.links_of``)."""
-    return hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for row in rows])
+    cut = cut_of(read, (pairs[row.ordinal][1] for row in read))
+    if every:
+        return Cut({pair: cut.windows.get(pair) for _, pair in pairs}, cut.links)
+    return cut
 
 
 def listing_of(
@@ -106,14 +109,10 @@ def listing_of(
     rows, coverage = matches.rows, matches.coverage
     if coverage == Coverage.NONE:
         return Listing([], [], Cut({}, {}), False, coverage, THREAD_LITERAL_MAX_CHARS, 0)
-    candidates = candidates_of(rows)
     # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
     windowed = [row for row in rows if row.position is not None]
-    linked = [row for row in windowed if row.position]
-    cut = Cut(
-        dict(zip((((row.message_id, row.arg_id), row.term) for row in windowed), windows_at(windowed), strict=True)),
-        dict(zip(((row.message_id, row.arg_id) for row in linked), links_of(linked), strict=True)),
-    )
+    cut = cut_of(windowed, (((row.message_id, row.arg_id), row.term) for row in windowed))
+    candidates = candidates_of(rows)
     bounded = False
     if scope.is_global:
         kept: list[Candidate] = []
