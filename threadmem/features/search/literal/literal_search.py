@@ -27,13 +27,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from threadmem.domain.scope import SearchScope
-from threadmem.features.search.answer_layout import entries_budget, lay_out, literal_part, words_by_cursor
+from threadmem.features.search.answer_caps import WORDS_BY_CURSOR
+from threadmem.features.search.answer_layout import entries_budget, lay_out, literal_part
 from threadmem.features.search.hits import Coverage, Cut, Listing, LiteralPart, MatchedBy
 from threadmem.features.search.literal.dialects import Dialect
 from threadmem.features.search.literal.match_sql import match_statement
-from threadmem.features.search.literal.plan import SearchPlan, plan_search
+from threadmem.features.search.literal.plan import MatchPlan, SearchPlan, plan_search
 from threadmem.features.search.literal.spelling_sql import spellings, spellings_sql
 from threadmem.features.search.literal.statement_rows import Matches, listing_of, match_rows, window_rows
 from threadmem.features.search.literal.window_sql import window_sql
@@ -93,6 +95,18 @@ def literal_search(
     return part
 
 
+# Where the words' hits start: the first word (term 1; ``literal_search`` ran the whole query, term 0, alone), from the
+# newest message on.
+WORDS_START = CursorPosition(term=1, message_id=10**12 - 1, arg_id=0, listed_before=0)
+
+
+def words_by_cursor(whole: LiteralPart, sign: Callable[[CursorPosition], str]) -> LiteralPart:
+    """The literal part of a global described question's first page: no hit of the whole query, and the cursor
+    to its words' hits (``WORDS_START``), whose page runs the whole plan."""
+    cursor = sign(WORDS_START)
+    return replace(whole, text=WORDS_BY_CURSOR.format(cursor), next_position=WORDS_START, next_cursor=cursor)
+
+
 def run_plan(
     plan: SearchPlan, *, start: tuple[int, int, int] | None, described_max_chars: int | None = None
 ) -> Matches:
@@ -102,8 +116,10 @@ def run_plan(
     ``start``: a later page's cursor key, ``described_max_chars`` a described question's first page's cap,
     applied when no row matches the whole query (``listing_sql.with_small_windows``).
     """
-    wanted = spellings_sql(plan)
-    spelled = spellings(fetch_rows(*wanted)) if wanted is not None else {}
+    spelled: dict[int, str] = {}
+    if plan.kind == MatchPlan.SPELLED_INDEX:
+        wanted = spellings_sql(plan)
+        spelled = spellings(fetch_rows(*wanted)) if wanted is not None else {}
     for step in plan.steps:
         statement, params = match_statement(
             plan, step, spelled=spelled, start=start, described_max_chars=described_max_chars

@@ -6,14 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from threadmem.features.search.literal.plan import MatchPlan, SearchPlan
+from threadmem.features.search.literal.plan import SearchPlan
 from threadmem.features.search.shared_sql import searchable_sql
 
 
 def spellings_sql(plan: SearchPlan) -> tuple[str, list[Any]] | None:
     """PostgreSQL: the statement that reads how the thread's newest content spells each ASCII term (``spellings``
-    reads its rows); None when the plan learns no spelling (only ``MatchPlan.SPELLED_INDEX`` does) or no term has
-    one to learn.
+    reads its rows) for a plan that learns them (``MatchPlan.SPELLED_INDEX``); None when no term has one to learn.
 
     The index path re-checks every candidate row with the regex, which reads
     the whole field: when a term fills a
@@ -33,8 +32,6 @@ def spellings_sql(plan: SearchPlan) -> tuple[str, list[Any]] | None:
     ``Dialect.needle``'s ASCII-only lowering and ``strpos``: cheaper than the
     regex on text that does not match.
     """
-    if plan.kind != MatchPlan.SPELLED_INDEX:
-        return None
     scope, terms, sample_bytes = plan.scope, [term.term for term in plan.terms], plan.tuning.spelling_sample_bytes
     wanted = [
         (index, needle, len(term))
