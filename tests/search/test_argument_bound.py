@@ -15,8 +15,9 @@ from tests.support.factories import append, make_thread
 from threadmem.domain.scope import resolve_scope
 from threadmem.features.search.answer_caps import SEARCH_COUNT_LIMIT
 from threadmem.features.search.literal import plan
-from threadmem.features.search.literal.literal_search import fetch_matches
 from threadmem.features.search.literal.match_sql import match_sql
+from threadmem.features.search.literal.statement_rows import match_rows
+from threadmem.features.search.statements import fetch_rows
 from threadmem.models import Message, ToolArgument
 
 pytestmark = pytest.mark.django_db
@@ -49,7 +50,7 @@ def match(user, plans) -> list:
     dialect = plan.dialect()
     dialect.prepare()
     scope = resolve_scope(user=user, channel=None)
-    return fetch_matches(*match_sql(scope, plans(scope, [WORD], dialect), dialect))
+    return match_rows(fetch_rows(*match_sql(scope, plans(scope, [WORD], dialect), dialect)))
 
 
 def scan_plans(scope, terms, dialect):
@@ -103,7 +104,8 @@ def test_an_owners_window_reads_arguments_up_to_its_contents_last_hit(owner):
     dialect = plan.dialect()
     dialect.prepare()
     scope = resolve_scope(user=owner, channel=None)
-    rows = fetch_matches(*match_sql(scope, plan.index_term_plans(scope, [WORD], dialect, window=True), dialect))
+    planned = plan.index_term_plans(scope, [WORD], dialect, window=True)
+    rows = match_rows(fetch_rows(*match_sql(scope, planned, dialect)))
     listed = [(row.message_id, row.arg_id) for row in rows]
     # The call sits just before the content's 101st hit: its argument is the 100th field, listed.
     assert listed[: SEARCH_COUNT_LIMIT + 1] == expected_fields()

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from tests.support.factories import append
 from threadmem.features.search import search_memory
 from threadmem.features.search.answer_caps import HEAD_MARK, TAIL_MARK, WINDOW_CHARS, WINDOW_LEAD
-from threadmem.features.search.literal import match_sql as match
+from threadmem.features.search.literal import listing_sql
 
 # Thread searches run with each match statement (tests/conftest.py).
 pytestmark = pytest.mark.usefixtures("thread_match")
@@ -130,7 +130,7 @@ def test_it_windows_the_first_occurrence_of_a_term_in_a_field(owner, thread):
 
 
 def seed_window_sizes(thread) -> None:
-    """Fields on both sides of literal.match.SMALL_FIELD_CHARS (in characters and in bytes).
+    """Fields on both sides of literal.listing_sql.SMALL_FIELD_CHARS (in characters and in bytes).
 
     Hits at the start, the middle and the end, ASCII and multi-byte filler,
     content and tool arguments; one term only in small fields, at their end.
@@ -170,7 +170,7 @@ def test_windows_cut_with_the_match_are_those_of_the_windows_statement(owner, th
     seed_window_sizes(thread)
     channel = thread.channel if scope == "thread" else None
     with_match, statements = search_text(owner, query, channel)
-    monkeypatch.setattr(match, "SMALL_FIELD_CHARS", -1)  # every window from the windows statement
+    monkeypatch.setattr(listing_sql, "SMALL_FIELD_CHARS", -1)  # every window from the windows statement
     from_statement, statements_without = search_text(owner, query, channel)
     assert with_match == from_statement
     assert "--- messageId=" in with_match

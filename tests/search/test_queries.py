@@ -3,7 +3,7 @@
 scope (1) + which fields match (1) + their windows (1) + the tool-call log
 row (1). The windows statement is skipped when nothing matches, and when
 every field the listing may need is small enough to get its window with the
-match (literal/match_sql.py, with_small_windows): 3 or 4 statements whatever the hits. An
+match (literal/listing_sql.py, with_small_windows): 3 or 4 statements whatever the hits. An
 operator's global scope needs no statement of its own: the match statement
 leaves out the isolated threads itself. A thread search on PostgreSQL
 matches with a scan of the thread's rows or, in a

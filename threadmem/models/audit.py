@@ -37,7 +37,7 @@ class ToolCall(models.Model):
     truncated = models.BooleanField(default=False)
     latency_ms = models.FloatField(default=0.0)
     status_code = models.PositiveIntegerField(default=200)
-    # search_memory: the literal plan that ran (search/literal/literal_search.py executed_plan); None for other tools
+    # search_memory: the literal plan that ran (LiteralPart.executed, search/literal/literal_search.py); else None
     plan = models.JSONField(null=True, blank=True)
 
     class Meta:

@@ -65,5 +65,5 @@ TRUNCATED_LINE = "[search results truncated]"
 # A literal hit's header line (``hit_entries.hit_header`` fills it in).
 HIT_HEADER = "--- messageId={message_id} sessionId={session} generation={generation} role={role} field={field}"
 # Its fewest characters (message id, generation and session id of one character, no role, the shortest field
-# name): what the match statement counts for an entry it has not read (``match_sql.with_small_windows``).
+# name): what the match statement counts for an entry it has not read (``listing_sql.with_small_windows``).
 HEADER_CHARS_AT_LEAST = len(HIT_HEADER.format(message_id=0, session="-", generation=0, role="", field="content"))

@@ -32,7 +32,6 @@ How hits are counted (the ``N`` in ``N more hits not shown``):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 
 from threadmem.domain.scope import GLOBAL_CHANNEL
 from threadmem.features.search.answer_caps import (
@@ -49,10 +48,9 @@ from threadmem.features.search.answer_caps import (
     THREAD_LITERAL_MAX_CHARS,
     THREAD_SEARCH_MAX_CHARS,
     TRUNCATED_LINE,
-    WORDS_BY_CURSOR,
 )
 from threadmem.features.search.hit_entries import Call, Entry, call_of_fields, one_line
-from threadmem.features.search.hits import Candidate, Coverage, HitLink, LiteralPart, Windows
+from threadmem.features.search.hits import Candidate, Coverage, Cut, HitLink, Listing, LiteralPart, Windows, hit_links
 from threadmem.features.search.page_cursor import CursorPosition, cursor_chars
 from threadmem.lib.windows import Window
 
@@ -117,6 +115,7 @@ def literal_part(
     """
     candidates = list(candidates)
     budget = entries_budget(candidate_count, bounded=bounded, coverage=coverage, max_chars=max_chars)
+    covered = coverage_line(coverage)  # the last line, reserved in the budget like the more-hits line
     links = links or {}
     calls, heads = call_of_fields(candidates, links, windowed={pair for pair, cut in windows.items() if cut})
     listed: dict[tuple[int, int], list[Window]] = {}
@@ -193,7 +192,7 @@ def literal_part(
     if hidden > 0 or (bounded and total):
         lines = [*lines, more_hits_line(hidden, bounded=bounded, cursor=cursor)]
     if coverage != Coverage.ALL:
-        lines = [*lines, coverage_line(coverage)]
+        lines = [*lines, covered]
     return LiteralPart(
         text="\n".join(lines),
         hits=hits,
@@ -202,6 +201,35 @@ def literal_part(
         coverage=coverage,
         next_position=next_position,
         next_cursor=cursor,
+    )
+
+
+def lay_out(
+    listing: Listing, cut: Cut, terms: list[str], *, sign: Callable[[CursorPosition], str] | None
+) -> LiteralPart:
+    """The literal part of ``listing``, with the windows ``cut`` and each hit's link (``literal_part``)."""
+    if not listing.candidates:
+        return literal_part(
+            [],
+            terms,
+            {},
+            candidate_count=0,
+            bounded=listing.bounded,
+            coverage=listing.coverage,
+            listed_before=listing.listed_before,
+        )
+    return literal_part(
+        listing.candidates,
+        terms,
+        cut.windows,
+        candidate_count=len(listing.candidates),
+        bounded=listing.bounded,
+        coverage=listing.coverage,
+        seeds=listing.seeds,
+        listed_before=listing.listed_before,
+        links=hit_links(listing.candidates, cut.links),
+        sign=sign,
+        max_chars=listing.max_chars,
     )
 
 
@@ -243,14 +271,3 @@ def merge(*, header: str, literal: str, semantic: str) -> tuple[str, bool]:
         return text, False
     tail = f"\n{TRUNCATED_LINE}"
     return text[: THREAD_SEARCH_MAX_CHARS - len(tail)] + tail, True
-
-
-# Where the words' hits start: the first word (term 1), from the newest message on.
-WORDS_START = CursorPosition(term=1, message_id=10**12 - 1, arg_id=0, listed_before=0)
-
-
-def words_by_cursor(whole: LiteralPart, sign: Callable[[CursorPosition], str]) -> LiteralPart:
-    """The literal part of a global described question's first page: no hit of the whole query, and the cursor
-    to its words' hits (``WORDS_START``), whose page runs the whole plan."""
-    cursor = sign(WORDS_START)
-    return replace(whole, text=WORDS_BY_CURSOR.format(cursor), next_position=WORDS_START, next_cursor=cursor)

@@ -1,4 +1,5 @@
-"""What a search finds, before it is laid out: candidates, hits, the literal part, and how it was found.
+"""What a search finds, before it is laid out: candidates, the listing and the windows cut for it, hits, the
+literal part, and how it was found.
 
 A hit's other half (contract §9) comes back from the statements as three
 columns (``literal/filter_sql.py``, ``link_sql``); ``hit_link`` reads them into
@@ -205,3 +206,22 @@ def hit_links(
         for candidate in candidates
         if (key := candidate.field_key) in links or candidate.arg_id or candidate.role == Message.Role.TOOL
     }
+
+
+class Cut(NamedTuple):
+    """What the windows statement (or the match statement before it) cut."""
+
+    windows: dict[WindowKey, tuple[int, Window] | None]  # (field, term) -> (position, Window); None: no match
+    links: dict[tuple[int, int], Link]  # field -> its tool and other half, for the fields with a window
+
+
+class Listing(NamedTuple):
+    """The candidates the listing may show, in listing order, and what the layout needs to list them."""
+
+    candidates: list[Candidate]
+    seeds: list[Candidate]  # a later page's earlier candidates on the fields it may list (answer_layout.literal_part)
+    cut: Cut  # the windows the match statement cut already
+    bounded: bool  # a global term passed SEARCH_COUNT_LIMIT
+    coverage: Coverage
+    max_chars: int  # the literal part's cap
+    listed_before: int  # hits the earlier pages listed

@@ -105,8 +105,8 @@ class LoggedCall:
 
         None, and no row, for a read that runs again on the primary (``db.read_runs_again``): one call, one row.
 
-        ``plan``: search_memory's executed plan (``literal.executed_plan``); its terms are the query's, checked
-        storable before any search runs.
+        ``plan``: search_memory's executed plan (``LiteralPart.executed``, from ``literal_search``); its terms are
+        the query's, checked storable before any search runs.
         """
         if self.surface not in ToolCall.Surface.values:
             raise ValueError(f"unknown surface {self.surface!r}; one of {', '.join(ToolCall.Surface.values)}")

@@ -149,21 +149,24 @@ def role_tool_sql(
 class StatementFilters(NamedTuple):
     """A match statement's filters, each ``(sql, params)``: on content rows (``m``), on argument rows (``a``
     of ``m``), searchability (``m``) and the candidates (``u``); the link columns of its listed rows
-    (``w``, ``with_small_windows``); the owner's window (``window_sql``) when a term reads it."""
+    (``w``, ``with_small_windows``); the scope alone on content rows (``m``: the newest messages' fallback, which
+    leaves search_memory's filters to the candidates); the owner's window (``window_sql``) when a term reads it."""
 
     content: tuple[str, list[Any]]
     argument: tuple[str, list[Any]]
     searchable: tuple[str, list[Any]]
     candidates: tuple[str, list[Any]]
     links: tuple[str, list[Any]]
+    scope: tuple[str, list[Any]]
     window: tuple[str, list[Any]] | None = None
 
 
 def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = False) -> StatementFilters:
     """Every filter a match statement takes, in one call (``match_sql.py``); ``window``: a term reads the owner's
     window."""
+    in_scope = scope_sql(scope, dialect, message="m")
     return StatementFilters(
-        _and(scope_sql(scope, dialect, message="m"), role_tool_sql(scope, message="m")),
+        _and(in_scope, role_tool_sql(scope, message="m")),
         _and(scope_sql(scope, dialect, message="m", argument="a"), role_tool_sql(scope, message="m", argument="a")),
         searchable_sql("m"),
         role_tool_sql(scope, candidates="u"),
@@ -175,6 +178,7 @@ def statement_filters(scope: SearchScope, dialect: Dialect, *, window: bool = Fa
             arg_id="w.arg_id",
             when=f"w.pos > 0 AND (w.arg_id <> 0 OR w.role = '{Message.Role.TOOL}')",
         ),
+        in_scope,
         window_sql(scope) if window else None,
     )
 

@@ -4,21 +4,21 @@
 
 1. Decide: ``plan.py:plan_search`` returns one ``SearchPlan``, every input
    resolved there once (the knobs, the dialect, what the token index says of
-   each term): the statements' shape (``MatchPlan``) and, per term, the
-   ``Branch`` that finds it and why.
-2. Run: ``run_plan`` below has ``match_sql.py`` write the match statement as the
-   plan says (deciding nothing) and ``statements.py`` run it, to the end or
-   within a time budget. When a budget runs out: in a thread too large to
-   scan on PostgreSQL one more statement runs first (``spelling_sql.py``,
-   without threadmem_search) or after (a scan, with it, when the index ran
-   out of time); a global search on PostgreSQL falls back to the newest
-   messages (``recent_sql.py``).
+   each term): the statements' shape (``MatchPlan``), per term the ``Branch``
+   that finds it and why, and the statements in the order they are tried
+   (``Step``: each with its time budget, or none).
+2. Run: ``run_plan`` below runs the steps in order until one finishes in time,
+   ``match_sql.match_statement`` writing each as the plan says (deciding
+   nothing) and ``statements.py`` running it: a thread too large to scan with
+   threadmem_search falls back to a scan, a global search on PostgreSQL to the
+   newest messages. A large thread without threadmem_search learns its
+   spellings of the terms first (``spelling_sql.py``).
 3. Rows: ``statement_rows.py`` reads them into the candidates the listing
    keeps; at most one windows statement (``window_sql.py``) cuts, for the
    few fields the listing's walk reaches (``window_walk.py``), each term's
    first position and the window around it. Skipped when nothing matched, or
    when the match statement cut every window the listing needs.
-4. Lay out: ``answer_layout.literal_part``, once, on that data.
+4. Lay out: ``answer_layout.lay_out``, once, on that data.
 
 Measurements and history: docs/search.md.
 """
@@ -27,26 +27,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, assert_never
+from dataclasses import replace
 
 from threadmem.domain.scope import SearchScope
-from threadmem.features.search.answer_layout import entries_budget, literal_part, words_by_cursor
-from threadmem.features.search.hits import Coverage, LiteralPart, MatchedBy, hit_links
+from threadmem.features.search.answer_caps import WORDS_BY_CURSOR
+from threadmem.features.search.answer_layout import entries_budget, lay_out, literal_part
+from threadmem.features.search.hits import Coverage, Cut, Listing, LiteralPart, MatchedBy
 from threadmem.features.search.literal.dialects import Dialect
-from threadmem.features.search.literal.match_sql import match_sql
-from threadmem.features.search.literal.plan import MatchPlan, SearchPlan, SearchTuning, plan_search, scan_plans
-from threadmem.features.search.literal.recent_sql import recent_match_sql
+from threadmem.features.search.literal.match_sql import match_statement
+from threadmem.features.search.literal.plan import MatchPlan, SearchPlan, plan_search
 from threadmem.features.search.literal.spelling_sql import spellings, spellings_sql
-from threadmem.features.search.literal.statement_rows import (
-    Cut,
-    Listing,
-    Matches,
-    MatchRow,
-    listing_of,
-    match_rows,
-    window_rows,
-)
-from threadmem.features.search.literal.window_sql import window_sql_all, window_sql_walk
+from threadmem.features.search.literal.statement_rows import Matches, listing_of, match_rows, window_rows
+from threadmem.features.search.literal.window_sql import window_sql
 from threadmem.features.search.page_cursor import CursorPosition
 from threadmem.features.search.statements import fetch_rows, within_budget
 from threadmem.features.search.window_walk import walk_reach, window_pairs
@@ -90,57 +82,9 @@ def literal_search(
     part = lay_out(listing, cut, terms, sign=sign)
     part.plan = plan.kind.value
     part.matched_by = matches.matched_by
-    part.executed = executed_plan(plan, matches, ran_ms)
-    return part
-
-
-def run_plan(
-    plan: SearchPlan, *, start: tuple[int, int, int] | None, described_max_chars: int | None = None
-) -> Matches:
-    """Run ``plan``'s statements: one, or two when the first ran out of time or learnt the spellings, at most three.
-
-    ``start``: a later page's cursor key, ``described_max_chars`` a described question's first page's cap,
-    applied when no row matches the whole query (``match_sql.with_small_windows``).
-    """
-    scope, dialect, tuning = plan.scope, plan.dialect, plan.tuning
-    terms = [term.term for term in plan.terms]
-    capped = {"start": start, "described_max_chars": described_max_chars}
-    match plan.kind:
-        case MatchPlan.SCAN:
-            rows = fetch_matches(*match_sql(scope, plan.terms, dialect, **capped))
-            return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
-        case MatchPlan.SPELLED_INDEX:
-            wanted = spellings_sql(scope, terms, dialect, sample_bytes=tuning.spelling_sample_bytes)
-            spelled = spellings(fetch_rows(*wanted)) if wanted is not None else {}
-            statement = match_sql(scope, plan.terms, dialect, spelled=spelled, **capped)
-            return Matches(fetch_matches(*statement), Coverage.ALL, MatchedBy.SPELLED if spelled else MatchedBy.INDEX)
-        case MatchPlan.INDEX_THEN_SCAN:
-            statement, params = match_sql(scope, plan.terms, dialect, **capped)
-            budgeted = within_budget(statement, params, thread_index_budget_ms(scope.visible_bytes, tuning))
-            if budgeted is not None:
-                return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
-            # The index could not narrow the terms in time: read the thread.
-            rows = fetch_matches(*match_sql(scope, scan_plans(terms), dialect, **capped))
-            return Matches(rows, Coverage.ALL, MatchedBy.SCAN)
-        case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
-            scaled = (tuning.budget_scale_max, tuning.db_cpus)
-            statement, params = match_sql(scope, plan.terms, dialect, **capped)
-            budgeted = within_budget(statement, params, tuning.index_budget_ms, scaled=scaled)
-            if budgeted is not None:
-                return Matches(match_rows(budgeted), Coverage.ALL, MatchedBy.INDEX)
-            statement, params = recent_match_sql(scope, terms, dialect, start=start)
-            budgeted = within_budget(statement, params, tuning.recent_budget_ms, scaled=scaled)
-            if budgeted is not None:
-                return Matches(match_rows(budgeted), Coverage.RECENT, MatchedBy.RECENT)
-            return Matches([], Coverage.NONE, MatchedBy.NONE)
-        case _:
-            assert_never(plan.kind)
-
-
-def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str, Any]:
-    """What the tool-call log keeps of the plan that ran (search/log.py): its kind, each term's branch and why,
-    the statement that found the rows, the coverage and the match statements' milliseconds."""
-    return {
+    # What the tool-call log keeps of the plan that ran (search/log.py): each term's branch and why, the statement
+    # that found the rows, the coverage and the match statements' milliseconds.
+    part.executed = {
         "plan": plan.kind.value,
         "reason": plan.reason,
         "matched_by": matches.matched_by.value,
@@ -148,19 +92,45 @@ def executed_plan(plan: SearchPlan, matches: Matches, ran_ms: float) -> dict[str
         "ms": round(ran_ms, 3),
         "terms": [{"term": term.term, "branch": term.branch.value, "reason": term.reason} for term in plan.terms],
     }
+    return part
 
 
-def fetch_matches(statement: str, params: list[Any]) -> list[MatchRow]:
-    """Run a match statement to the end."""
-    return match_rows(fetch_rows(statement, params))
+# Where the words' hits start: the first word (term 1; ``literal_search`` ran the whole query, term 0, alone), from the
+# newest message on.
+WORDS_START = CursorPosition(term=1, message_id=10**12 - 1, arg_id=0, listed_before=0)
 
 
-def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:
-    """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
+def words_by_cursor(whole: LiteralPart, sign: Callable[[CursorPosition], str]) -> LiteralPart:
+    """The literal part of a global described question's first page: no hit of the whole query, and the cursor
+    to its words' hits (``WORDS_START``), whose page runs the whole plan."""
+    cursor = sign(WORDS_START)
+    return replace(whole, text=WORDS_BY_CURSOR.format(cursor), next_position=WORDS_START, next_cursor=cursor)
 
-    ``tuning.scan_bytes_per_ms``: how fast a scan reads (docs/search.md, "The plan"). At least 1 ms: 0 is no limit.
+
+def run_plan(
+    plan: SearchPlan, *, start: tuple[int, int, int] | None, described_max_chars: int | None = None
+) -> Matches:
+    """Run ``plan``'s statements: its steps in order until one finishes in time (``Step``), after the statement that
+    learns the thread's spellings when the plan has one.
+
+    ``start``: a later page's cursor key, ``described_max_chars`` a described question's first page's cap,
+    applied when no row matches the whole query (``listing_sql.with_small_windows``).
     """
-    return max(1, visible_bytes // tuning.scan_bytes_per_ms)
+    spelled: dict[int, str] = {}
+    if plan.kind == MatchPlan.SPELLED_INDEX:
+        wanted = spellings_sql(plan)
+        spelled = spellings(fetch_rows(*wanted)) if wanted is not None else {}
+    for step in plan.steps:
+        statement, params = match_statement(
+            plan, step, spelled=spelled, start=start, described_max_chars=described_max_chars
+        )
+        if step.budget_ms is None:
+            rows = fetch_rows(statement, params)
+        else:
+            rows = within_budget(statement, params, step.budget_ms, scaled=step.scaled)
+        if rows is not None:
+            return Matches(match_rows(rows), step.coverage, MatchedBy.SPELLED if spelled else step.matched_by)
+    return Matches([], Coverage.NONE, MatchedBy.NONE)
 
 
 def cut_windows(listing: Listing, terms: list[str], dialect: Dialect, scope: SearchScope, *, budget: int) -> Cut:
@@ -173,42 +143,8 @@ def cut_windows(listing: Listing, terms: list[str], dialect: Dialect, scope: Sea
     pairs, costs = window_pairs(listing.candidates, terms, budget=budget, seeds=listing.seeds)
     if not pairs:
         return Cut({}, {})
-    if all(pair in listing.cut.windows for _, pair in pairs):
-        return Cut(walk_reach(pairs, costs, listing.cut.windows, budget=budget), listing.cut.links)
-    if dialect.vendor == "postgresql":
-        statement, params = window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
-    else:
-        statement, params = window_sql_all(pairs, terms, dialect, scope=scope)
-    cut = window_rows(pairs, fetch_rows(statement, params))
-    # SQLite cuts every pair: one without a row no longer matches. PostgreSQL's walk leaves out what it did not reach.
-    windows = cut.windows if dialect.vendor == "postgresql" else {pair: cut.windows.get(pair) for _, pair in pairs}
-    return Cut(walk_reach(pairs, costs, windows, budget=budget), cut.links)
-
-
-def lay_out(
-    listing: Listing, cut: Cut, terms: list[str], *, sign: Callable[[CursorPosition], str] | None
-) -> LiteralPart:
-    """The literal part of ``listing`` with the windows ``cut`` and each hit's link: the layout, once."""
-    if not listing.candidates:
-        return literal_part(
-            [],
-            terms,
-            {},
-            candidate_count=0,
-            bounded=listing.bounded,
-            coverage=listing.coverage,
-            listed_before=listing.listed_before,
-        )
-    return literal_part(
-        listing.candidates,
-        terms,
-        cut.windows,
-        candidate_count=len(listing.candidates),
-        bounded=listing.bounded,
-        coverage=listing.coverage,
-        seeds=listing.seeds,
-        listed_before=listing.listed_before,
-        links=hit_links(listing.candidates, cut.links),
-        sign=sign,
-        max_chars=listing.max_chars,
-    )
+    cut = listing.cut
+    if not all(pair in cut.windows for _, pair in pairs):
+        statement, params = window_sql(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
+        cut = window_rows(pairs, fetch_rows(statement, params), every=dialect.vendor != "postgresql")
+    return Cut(walk_reach(pairs, costs, cut.windows, budget=budget), cut.links)

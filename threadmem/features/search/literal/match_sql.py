@@ -2,12 +2,15 @@
 
 Each statement selects ids, metadata and a length bound per matching field;
 text leaves the database only in the windows of small fields that could be
-listed (``with_small_windows``). Which statement runs, and each term's
-branch, is the plan's choice (``plan.py``): this module writes it, deciding
-nothing and running nothing. It takes the fragments every branch needs once
-per statement (``Dialect.statement_sql``, ``filter_sql.statement_filters``),
+listed (``listing_sql.with_small_windows``). Which statements run, and each
+term's branch, is the plan's choice (``plan.py``): this module writes the
+statement of each of its steps (``match_statement``), deciding nothing and
+running nothing. It takes the fragments every branch needs once per
+statement (``Dialect.statement_sql``, ``filter_sql.statement_filters``),
 writes one ``UNION ALL`` branch per term and field kind (``union_sql``), and
-wraps them in the listing order. The kinds, as ``plan.Branch`` names them:
+wraps them in the listing order; a global search's fallback reads the whole
+query in the newest messages instead (``recent_sql``). The kinds, as
+``plan.Branch`` names them:
 
 * ``SCAN``: every row of the scope, a test no index serves; ``TRIGRAM``: the
   trigram index (``Dialect.matches``). A thread's terms take only these.
@@ -35,15 +38,43 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from threadmem.domain.scope import SearchScope
-from threadmem.features.search.answer_caps import HEADER_CHARS_AT_LEAST, SEARCH_COUNT_LIMIT, THREAD_LITERAL_MAX_CHARS
+from threadmem.features.search.answer_caps import (
+    GLOBAL_RECENT_BYTES,
+    GLOBAL_RECENT_IDS,
+    GLOBAL_RECENT_MESSAGES,
+    SEARCH_COUNT_LIMIT,
+)
 from threadmem.features.search.database.capabilities import TOKEN_CANDIDATES
 from threadmem.features.search.database.term_tokens import UNINDEXED_QUERY
 from threadmem.features.search.hits import candidate_columns
 from threadmem.features.search.literal.dialects import Dialect, StatementSql, TermSql, like_contains
 from threadmem.features.search.literal.filter_sql import StatementFilters, statement_filters
-from threadmem.features.search.literal.plan import Branch, TermPlan
+from threadmem.features.search.literal.listing_sql import with_small_windows
+from threadmem.features.search.literal.plan import Branch, SearchPlan, Step, TermPlan
 
 Sql = tuple[str, list[Any]]
+
+
+def match_statement(
+    plan: SearchPlan,
+    step: Step,
+    *,
+    spelled: Mapping[int, str] | None = None,
+    start: tuple[int, int, int] | None = None,
+    described_max_chars: int | None = None,
+) -> Sql:
+    """The statement of one of ``plan``'s steps (``match_sql``): its terms' branches, or, for a step without
+    terms, the whole query in the newest messages."""
+    newest = step.terms is None
+    return match_sql(
+        plan.scope,
+        plan.terms[:1] if step.terms is None else step.terms,
+        plan.dialect,
+        newest=newest,
+        spelled=spelled,
+        start=start,
+        described_max_chars=None if newest else described_max_chars,
+    )
 
 
 def match_sql(
@@ -51,27 +82,28 @@ def match_sql(
     planned: Sequence[TermPlan],
     dialect: Dialect,
     *,
+    newest: bool = False,
     spelled: Mapping[int, str] | None = None,
     start: tuple[int, int, int] | None = None,
     described_max_chars: int | None = None,
 ) -> tuple[str, list[Any]]:
     """Every (term, field) match in the scope, each term's branches as its ``TermPlan.branch`` says (a scan
     reads the scope's rows, ``Dialect.scan_matches``; the others go through the indexes), in listing order with
-    the small fields' windows. ``spelled``: as ``union_sql``."""
+    the small fields' windows. ``spelled``: as ``union_sql``.
+
+    ``newest``: the fallback of a global search the indexes could not narrow in time: the whole query (``planned``
+    holds its one term) in the newest messages (``recent_sql``), with no described cap (``described_max_chars``).
+    """
     terms = [term.term for term in planned]
     sql = dialect.statement_sql(terms, narrow=not scope.is_global)
-    filters = statement_filters(scope, dialect, window=any(term.branch == Branch.WINDOW for term in planned))
-    matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
+    window = not newest and any(term.branch == Branch.WINDOW for term in planned)
+    filters = statement_filters(scope, dialect, window=window)
+    if newest:
+        matches, params = recent_sql(sql, filters)
+    else:
+        matches, params = union_sql(scope, planned, sql, filters, spelled=spelled)
     return with_small_windows(
-        matches,
-        params,
-        terms,
-        dialect,
-        scope=scope,
-        start=start,
-        sql=sql,
-        filters=filters,
-        described_max_chars=described_max_chars,
+        matches, params, terms, dialect, sql=sql, filters=filters, start=start, described_max_chars=described_max_chars
     )
 
 
@@ -171,95 +203,6 @@ def not_older_than_content_sql(index: int, *, indexed: bool) -> str:
         f"{message_id} >= coalesce((SELECT min(c.message_id) FROM c{index} c "
         f"HAVING count(*) > {SEARCH_COUNT_LIMIT}), 0)"
     )
-
-
-# A field this small (Dialect.min_chars) gets its window with the match
-# (with_small_windows): on PostgreSQL at most 2 KB, stored in the row itself.
-SMALL_FIELD_CHARS = 500
-
-
-def with_small_windows(
-    matches: str,
-    params: list[Any],
-    terms: Sequence[str],
-    dialect: Dialect,
-    *,
-    scope: SearchScope,
-    start: tuple[int, int, int] | None = None,
-    sql: StatementSql | None = None,
-    filters: StatementFilters | None = None,
-    described_max_chars: int | None = None,
-) -> tuple[str, list[Any]]:
-    """The rows of ``matches`` (the match columns, ``CONTENT_COLUMNS``) in listing order, then two columns
-    ``listing.MatchRow`` names: the term's position and the window's characters, or NULL for a row left to the
-    windows statement, and the link columns of a row with a window (``StatementFilters.links``).
-
-    A row gets its window here when its field is small (``min_chars`` at most
-    SMALL_FIELD_CHARS: on PostgreSQL text that sits in the row itself) and the
-    entries before it in its term, each at the fewest characters
-    ``fields_to_window`` could count, leave room under the cap. When every
-    field the listing needs is such a field, as for most rare terms, the
-    windows statement does not run; a large field is left to it, which stops
-    at the cap instead of reading on the chance of a listing.
-
-    ``start``: a later page's cursor key: only rows from it on get windows,
-    counted from it. ``described_max_chars``: the cap when no row matches the
-    whole query, for a described question's first page (``literal_search`` decides).
-    """
-    # ``sql``, ``filters``: the match statement's, else the same here (recent_sql.py).
-    sql = sql or dialect.statement_sql(terms, narrow=not scope.is_global)
-    filters = filters or statement_filters(scope, dialect)
-    cost = f"{HEADER_CHARS_AT_LEAST} + {sql.least_window}"
-    rows = ", ".join("(CAST(%s AS integer), CAST(%s AS text), CAST(%s AS text), CAST(%s AS integer))" for _ in terms)
-    terms_params: list[Any] = []
-    for index, term in enumerate(terms):
-        terms_params += [index, sql.terms[index].pattern, sql.terms[index].needle, len(term)]
-    after, after_params = "1 = 1", []
-    if start is not None:
-        term, negative_message_id, arg_id = start
-        after = "(u.term > %s OR (u.term = %s AND (u.message_id < %s OR (u.message_id = %s AND u.arg_id >= %s))))"
-        message_id = -negative_message_id
-        after_params = [term, term, message_id, message_id, arg_id]
-    links, links_params = filters.links
-    # search_memory's filters, again on every candidate: the branches of the newest messages and an owner's
-    # window do not apply them (a no-op "1 = 1" without filters).
-    filtered, filtered_params = filters.candidates
-    cap, cap_params, whole = "%s", [THREAD_LITERAL_MAX_CHARS], ""
-    if described_max_chars is not None:
-        cap, cap_params = "CASE WHEN s.whole = 1 THEN %s ELSE %s END", [THREAD_LITERAL_MAX_CHARS, described_max_chars]
-        whole = ", max(CASE WHEN u.term = 0 THEN 1 ELSE 0 END) OVER () AS whole"
-    body = (
-        "CASE WHEN s.arg_id = 0 THEN (SELECT m.content FROM threadmem_message m WHERE m.id = s.message_id) "
-        "ELSE (SELECT a.value FROM threadmem_toolargument a WHERE a.id = s.arg_id) END"
-    )
-    statement = (
-        f"WITH t(term, pattern, needle, length) AS (VALUES {rows}) "
-        "SELECT w.term, w.message_id, w.arg_id, w.path, w.min_chars, w.session_id, w.generation, w.role, w.pos, "
-        f"CASE WHEN w.pos > 0 THEN {sql.window} END, "
-        f"{links} "
-        "FROM ("
-        "SELECT v.*, "
-        f"CASE WHEN v.body IS NOT NULL THEN {sql.position} END AS pos "
-        "FROM ("
-        f"SELECT s.*, CASE WHEN s.min_chars <= %s AND s.before < {cap} AND s.after = 1 THEN {body} || '' END AS body "
-        "FROM ("
-        "SELECT u.*, t.pattern, t.needle, "
-        f"sum(CASE WHEN {after} THEN {cost} ELSE 0 END) OVER (PARTITION BY u.term ORDER BY u.message_id DESC, "
-        f"u.arg_id ROWS UNBOUNDED PRECEDING) - CASE WHEN {after} THEN {cost} ELSE 0 END AS before, "
-        f"CASE WHEN {after} THEN 1 ELSE 0 END AS after{whole} "
-        f"FROM ({matches}) u JOIN t ON t.term = u.term WHERE {filtered}"
-        f") s {dialect.fence}) v {dialect.fence}) w "
-        "ORDER BY w.term, w.message_id DESC, w.arg_id"
-    )
-    return statement, [
-        *terms_params,
-        *links_params,
-        SMALL_FIELD_CHARS,
-        *cap_params,
-        *after_params * 3,
-        *params,
-        *filtered_params,
-    ]
 
 
 # Older than every message when the window holds none.
@@ -366,3 +309,48 @@ def before_window_sql(index: int) -> str:
         f"m.id < (SELECT coalesce(min(o.id), {_NO_WINDOW}) FROM ow o) "
         f"AND (SELECT count(*) FROM w{index}) <= {SEARCH_COUNT_LIMIT}"
     )
+
+
+def recent_sql(sql: StatementSql, filters: StatementFilters) -> Sql:
+    """The fallback of a global search the index cannot narrow in time: the newest messages only.
+
+    The whole query (not each word: the words are what made it too broad) in
+    the scope's searchable messages among the newest GLOBAL_RECENT_IDS ids, up
+    to GLOBAL_RECENT_BYTES of content or GLOBAL_RECENT_MESSAGES messages, and
+    their tool arguments: a fixed amount of work whatever the terms.
+    ``octet_length`` reads stored sizes without decompressing anything; the id
+    range keeps a caller who owns a sliver of the store from sorting all of it.
+    """
+    searchable, searchable_params = filters.searchable
+    in_scope, scope_params = filters.scope
+    content_match, pattern = sql.terms[0].matches["m.content"]
+    argument_match, _ = sql.terms[0].matches["a.value"]
+    limit = SEARCH_COUNT_LIMIT + 1
+    statement = (
+        "WITH r AS MATERIALIZED (SELECT n.id, n.content, n.session_id, n.generation, n.role FROM ("
+        "SELECT m.id, m.content, m.session_id, m.generation, m.role, "
+        "sum(octet_length(m.content)) OVER (ORDER BY m.id DESC ROWS UNBOUNDED PRECEDING) AS seen "
+        f"FROM threadmem_message m WHERE {in_scope} AND {searchable} "
+        "AND m.id > (SELECT max(l.id) FROM threadmem_message l) - %s "
+        "ORDER BY m.id DESC LIMIT %s"
+        ") n WHERE n.seen - octet_length(n.content) < %s) "
+        f"SELECT * FROM (SELECT 0 AS term, {CONTENT_COLUMNS.format(min_chars=sql.min_chars['m.content'])} "
+        f"FROM r m WHERE {content_match} ORDER BY m.id DESC LIMIT %s) c0 "
+        "UNION ALL "
+        # LATERAL: each recent message's own arguments by index, not a scan of every argument.
+        f"SELECT * FROM (SELECT 0 AS term, {ARGUMENT_COLUMNS.format(min_chars=sql.min_chars['a.value'])} "
+        "FROM r m CROSS JOIN LATERAL (SELECT * FROM threadmem_toolargument x WHERE x.message_id = m.id OFFSET 0) a "
+        f"WHERE {argument_match} ORDER BY a.message_id DESC, a.id LIMIT %s) a0"
+    )
+    params = [
+        *scope_params,
+        *searchable_params,
+        GLOBAL_RECENT_IDS,
+        GLOBAL_RECENT_MESSAGES,
+        GLOBAL_RECENT_BYTES,
+        pattern,
+        limit,
+        pattern,
+        limit,
+    ]
+    return statement, params

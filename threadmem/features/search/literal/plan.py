@@ -20,12 +20,14 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple, assert_never
 
 from threadmem.domain.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.domain.scope import SearchScope
 from threadmem.features.search.answer_caps import SEARCH_COUNT_LIMIT
 from threadmem.features.search.database.capabilities import capabilities
 from threadmem.features.search.database.term_tokens import TermTokens, term_tokens
+from threadmem.features.search.hits import Coverage, MatchedBy
 from threadmem.features.search.literal.dialects import Dialect, PostgresDialect, SqliteDialect
 
 # More threads than this: one lookup each would cost more than the owner's window saves (match_sql.py, "An owner's
@@ -143,6 +145,16 @@ class TermPlan:
     rows: int | None = None  # Branch.SHARED_NEWEST: how many of the newest messages the shared read reads
 
 
+class Step(NamedTuple):
+    """One statement of a plan. The steps run in order until one finishes in time, and its rows are the matches."""
+
+    terms: tuple[TermPlan, ...] | None  # each term's branch; None: the whole query in the newest messages
+    matched_by: MatchedBy
+    coverage: Coverage = Coverage.ALL
+    budget_ms: int | None = None  # None: to the end
+    scaled: tuple[int, int] | None = None  # the budget times the load (statements.within_budget)
+
+
 @dataclass(frozen=True)
 class SearchPlan:
     kind: MatchPlan
@@ -151,6 +163,7 @@ class SearchPlan:
     scope: SearchScope
     dialect: Dialect
     tuning: SearchTuning
+    steps: tuple[Step, ...]  # the statements, in the order they are tried
 
 
 def choose(scope: SearchScope, dialect: Dialect, tuning: SearchTuning) -> tuple[MatchPlan, str]:
@@ -212,11 +225,42 @@ def plan_search(scope: SearchScope, terms: Sequence[str], *, tuning: SearchTunin
     else:
         branch = Branch.SCAN if kind == MatchPlan.SCAN else Branch.TRIGRAM
         planned = tuple(TermPlan(term, branch, reason) for term in terms)
-    return SearchPlan(kind, reason, planned, scope, resolved, tuning)
+    return SearchPlan(kind, reason, planned, scope, resolved, tuning, steps_of(kind, planned, scope, tuning))
 
 
-def scan_plans(terms: Sequence[str]) -> tuple[TermPlan, ...]:
-    """Every term read from the scope's rows: a thread the index could not narrow in time (``run_plan``)."""
+def steps_of(
+    kind: MatchPlan, planned: tuple[TermPlan, ...], scope: SearchScope, tuning: SearchTuning
+) -> tuple[Step, ...]:
+    """The statements of a plan of ``kind``, in the order they are tried (``MatchPlan`` says why each)."""
+    match kind:
+        case MatchPlan.SCAN:
+            return (Step(planned, MatchedBy.SCAN),)
+        case MatchPlan.SPELLED_INDEX:
+            # MatchedBy.SPELLED when the thread spelled a term (literal_search.run_plan learns the spellings first).
+            return (Step(planned, MatchedBy.INDEX),)
+        case MatchPlan.INDEX_THEN_SCAN:
+            # The index could not narrow the terms in time: read the thread.
+            index = Step(planned, MatchedBy.INDEX, budget_ms=thread_index_budget_ms(scope.visible_bytes, tuning))
+            return (index, Step(scan_plans(term.term for term in planned), MatchedBy.SCAN))
+        case MatchPlan.INDEX_THEN_RECENT | MatchPlan.WINDOW_THEN_RECENT:
+            scaled = (tuning.budget_scale_max, tuning.db_cpus)
+            index = Step(planned, MatchedBy.INDEX, budget_ms=tuning.index_budget_ms, scaled=scaled)
+            recent = Step(None, MatchedBy.RECENT, Coverage.RECENT, tuning.recent_budget_ms, scaled)
+            return (index, recent)
+        case _:
+            assert_never(kind)
+
+
+def thread_index_budget_ms(visible_bytes: int, tuning: SearchTuning) -> int:
+    """Thread scope with threadmem_search: the index path's time, about what a scan of the thread would take.
+
+    ``tuning.scan_bytes_per_ms``: how fast a scan reads (docs/search.md, "The plan"). At least 1 ms: 0 is no limit.
+    """
+    return max(1, visible_bytes // tuning.scan_bytes_per_ms)
+
+
+def scan_plans(terms: Iterable[str]) -> tuple[TermPlan, ...]:
+    """Every term read from the scope's rows: a thread the index could not narrow in time (``steps_of``)."""
     return tuple(TermPlan(term, Branch.SCAN, "") for term in terms)
 
 

@@ -6,16 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from threadmem.domain.scope import SearchScope
-from threadmem.features.search.literal.dialects import Dialect
+from threadmem.features.search.literal.plan import SearchPlan
 from threadmem.features.search.shared_sql import searchable_sql
 
 
-def spellings_sql(
-    scope: SearchScope, terms: Sequence[str], dialect: Dialect, *, sample_bytes: int
-) -> tuple[str, list[Any]] | None:
+def spellings_sql(plan: SearchPlan) -> tuple[str, list[Any]] | None:
     """PostgreSQL: the statement that reads how the thread's newest content spells each ASCII term (``spellings``
-    reads its rows); None when no term has a spelling to learn.
+    reads its rows) for a plan that learns them (``MatchPlan.SPELLED_INDEX``); None when no term has one to learn.
 
     The index path re-checks every candidate row with the regex, which reads
     the whole field: when a term fills a
@@ -35,8 +32,11 @@ def spellings_sql(
     ``Dialect.needle``'s ASCII-only lowering and ``strpos``: cheaper than the
     regex on text that does not match.
     """
+    scope, terms, sample_bytes = plan.scope, [term.term for term in plan.terms], plan.tuning.spelling_sample_bytes
     wanted = [
-        (index, needle, len(term)) for index, term in enumerate(terms) if (needle := dialect.needle(term)) is not None
+        (index, needle, len(term))
+        for index, term in enumerate(terms)
+        if (needle := plan.dialect.needle(term)) is not None
     ]
     if not wanted or not sample_bytes:
         return None

@@ -1,7 +1,7 @@
 """What the literal statements return, read into data: the match statement's rows, the windows statement's, and
 the candidates the listing keeps of them.
 
-The rows come in listing order (``match_sql.with_small_windows``), some with their
+The rows come in listing order (``listing_sql.with_small_windows``), some with their
 window already cut. ``listing_of`` keeps a global term's first
 SEARCH_COUNT_LIMIT fields and a later page's rows from its cursor on, and
 says which cap applies: the data the windows statement and the layout
@@ -21,10 +21,18 @@ from threadmem.features.search.answer_caps import (
     WINDOW_CHARS,
     WINDOW_LEAD,
 )
-from threadmem.features.search.hits import Candidate, Coverage, Link, MatchedBy, WindowKey, candidates_of
+from threadmem.features.search.hits import (
+    Candidate,
+    Coverage,
+    Cut,
+    Listing,
+    MatchedBy,
+    WindowKey,
+    candidates_of,
+)
 from threadmem.features.search.hits import links_of as hits_links_of
 from threadmem.features.search.page_cursor import CursorPosition
-from threadmem.lib.windows import Window, windows_from_slices
+from threadmem.lib.windows import windows_from_slices
 
 
 class MatchRow(NamedTuple):
@@ -66,43 +74,28 @@ class WindowRow(NamedTuple):
     link_arguments: str | None
 
 
-def windows_at(rows: Iterable[Any]) -> list[tuple[int, Window] | None]:
-    """(position, Window) of each row's ``position`` and ``piece`` (None: the field no longer matches)."""
-    slices = [(row.position, row.piece) for row in rows]
-    return windows_from_slices(slices, width=WINDOW_CHARS, lead=WINDOW_LEAD)
+def cut_of(rows: Sequence[Any], keys: Iterable[WindowKey]) -> Cut:
+    """What ``rows`` cut, row i being ``keys``' (field, term) i: the (position, Window) of its ``position`` and
+    ``piece`` (None: the field no longer matches), and its field's link columns when it got a window
+    (``hits.links_of``). A match statement's rows and a windows statement's carry the same columns."""
+    keys = list(keys)
+    windows = windows_from_slices([(row.position, row.piece) for row in rows], width=WINDOW_CHARS, lead=WINDOW_LEAD)
+    cut = [(key[0], row) for key, row in zip(keys, rows, strict=True) if row.position]
+    links = hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for _, row in cut])
+    return Cut(dict(zip(keys, windows, strict=True)), dict(zip((field for field, _ in cut), links, strict=True)))
 
 
-class Cut(NamedTuple):
-    """What the windows statement (or the match statement before it) cut."""
+def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]], *, every: bool) -> Cut:
+    """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them.
 
-    windows: dict[WindowKey, tuple[int, Window] | None]  # (field, term) -> (position, Window); None: no match
-    links: dict[tuple[int, int], Link]  # field -> its tool and other half, for the fields with a window
-
-
-def window_rows(pairs: Sequence[tuple[int, WindowKey]], rows: Iterable[Sequence[Any]]) -> Cut:
-    """The windows statement's rows as what it cut, by (field, term): ``pairs`` as the statement numbered them."""
+    ``every``: the statement cut every pair (SQLite's), so a pair without a row no longer matches; else (the walk
+    of PostgreSQL's) a pair without a row was not reached, and stays absent.
+    """
     read = [WindowRow._make(row) for row in rows]
-    windows = dict(zip((pairs[row.ordinal][1] for row in read), windows_at(read), strict=True))
-    cut = [row for row in read if row.position]
-    links = dict(zip((pairs[row.ordinal][1][0] for row in cut), links_of(cut), strict=True))
-    return Cut(windows, links)
-
-
-def links_of(rows: Sequence[Any]) -> list[Link]:
-    """The link columns of rows that got a window (``hits.links_of``)."""
-    return hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for row in rows])
-
-
-class Listing(NamedTuple):
-    """The candidates the listing may show, in listing order, and what the layout needs to list them."""
-
-    candidates: list[Candidate]
-    seeds: list[Candidate]  # a later page's earlier candidates on the fields it may list (answer_layout.literal_part)
-    cut: Cut  # the windows the match statement cut already
-    bounded: bool  # a global term passed SEARCH_COUNT_LIMIT
-    coverage: Coverage
-    max_chars: int  # the literal part's cap
-    listed_before: int  # hits the earlier pages listed
+    cut = cut_of(read, (pairs[row.ordinal][1] for row in read))
+    if every:
+        return Cut({pair: cut.windows.get(pair) for _, pair in pairs}, cut.links)
+    return cut
 
 
 def listing_of(
@@ -116,14 +109,10 @@ def listing_of(
     rows, coverage = matches.rows, matches.coverage
     if coverage == Coverage.NONE:
         return Listing([], [], Cut({}, {}), False, coverage, THREAD_LITERAL_MAX_CHARS, 0)
-    candidates = candidates_of(rows)
     # Rows whose window came with the match: position (0 when the field no longer matches) and piece.
     windowed = [row for row in rows if row.position is not None]
-    linked = [row for row in windowed if row.position]
-    cut = Cut(
-        dict(zip((((row.message_id, row.arg_id), row.term) for row in windowed), windows_at(windowed), strict=True)),
-        dict(zip(((row.message_id, row.arg_id) for row in linked), links_of(linked), strict=True)),
-    )
+    cut = cut_of(windowed, (((row.message_id, row.arg_id), row.term) for row in windowed))
+    candidates = candidates_of(rows)
     bounded = False
     if scope.is_global:
         kept: list[Candidate] = []

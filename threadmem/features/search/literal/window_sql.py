@@ -25,6 +25,21 @@ def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], 
     return ", ".join(rows), params
 
 
+def window_sql(
+    pairs: Sequence[tuple[int, WindowKey]],
+    terms: Sequence[str],
+    costs: Sequence[int],
+    *,
+    budget: int,
+    dialect: Dialect,
+    scope: SearchScope,
+) -> tuple[str, list[Any]]:
+    """The windows statement of ``pairs``: PostgreSQL's walk to the budget, SQLite's every pair."""
+    if dialect.vendor == "postgresql":
+        return window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
+    return window_sql_all(pairs, terms, dialect, scope=scope)
+
+
 def window_sql_walk(
     pairs: Sequence[tuple[int, WindowKey]],
     terms: Sequence[str],
