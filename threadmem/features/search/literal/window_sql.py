@@ -15,8 +15,11 @@ from threadmem.features.search.literal.dialects import Dialect
 from threadmem.features.search.literal.filter_sql import link_sql
 from threadmem.features.search.shared_sql import searchable_sql
 
+# The pairs the walk reaches, in listing order: (ordinal, (the field's message and argument ids, the term's index)).
+Pairs = Sequence[tuple[int, WindowKey]]
 
-def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect) -> tuple[str, list]:
+
+def _pairs_values(pairs: Pairs, terms: Sequence[str], dialect: Dialect) -> tuple[str, list]:
     rows = []
     params: list[Any] = []
     for ordinal, ((message_id, arg_id), term) in pairs:
@@ -26,28 +29,16 @@ def _pairs_values(pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], 
 
 
 def window_sql(
-    pairs: Sequence[tuple[int, WindowKey]],
-    terms: Sequence[str],
-    costs: Sequence[int],
-    *,
-    budget: int,
-    dialect: Dialect,
-    scope: SearchScope,
+    pairs: Pairs, terms: Sequence[str], costs: Sequence[int], *, budget: int, dialect: Dialect, scope: SearchScope
 ) -> tuple[str, list[Any]]:
     """The windows statement of ``pairs``: PostgreSQL's walk to the budget, SQLite's every pair."""
     if dialect.vendor == "postgresql":
-        return window_sql_walk(pairs, terms, costs, budget=budget, dialect=dialect, scope=scope)
-    return window_sql_all(pairs, terms, dialect, scope=scope)
+        return _walk_sql(pairs, terms, costs, budget, dialect, scope)
+    return _every_pair_sql(pairs, terms, dialect, scope)
 
 
-def window_sql_walk(
-    pairs: Sequence[tuple[int, WindowKey]],
-    terms: Sequence[str],
-    costs: Sequence[int],
-    *,
-    budget: int,
-    dialect: Dialect,
-    scope: SearchScope,
+def _walk_sql(
+    pairs: Pairs, terms: Sequence[str], costs: Sequence[int], budget: int, dialect: Dialect, scope: SearchScope
 ) -> tuple[str, list[Any]]:
     """PostgreSQL: cut windows in listing order and stop once the listed entries fill the budget.
 
@@ -93,9 +84,7 @@ def window_sql_walk(
     return statement, [*params, *searchable_params, *searchable_params, budget, *links_params]
 
 
-def window_sql_all(
-    pairs: Sequence[tuple[int, WindowKey]], terms: Sequence[str], dialect: Dialect, *, scope: SearchScope
-) -> tuple[str, list[Any]]:
+def _every_pair_sql(pairs: Pairs, terms: Sequence[str], dialect: Dialect, scope: SearchScope) -> tuple[str, list[Any]]:
     """SQLite: cut the windows of every pair (a file database on a laptop; no walk needed)."""
     values, params = _pairs_values(pairs, terms, dialect)
     searchable, searchable_params = searchable_sql("m")
