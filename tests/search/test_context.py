@@ -71,10 +71,11 @@ def test_without_a_weight_it_is_the_plain_ranking(scope, monkeypatch):
 def test_a_kept_layout_does_not_keep_its_scopes_vectors_alive(scope):
     held = vectors._held[(*scope.key, WIDTH)]
     context.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3)
-    gone = weakref.ref(held)
+    gone, key = weakref.ref(held), id(held)
 
     del held
     vectors.clear()  # vectors.py drops the scope (its byte cap, or a newer read of it)
     gc.collect()
 
     assert gone() is None
+    assert key not in context._layouts  # nor its message ids

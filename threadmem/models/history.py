@@ -104,7 +104,7 @@ class MessageQuerySet(models.QuerySet):
     ``visible()``: what the model sees of a generation (machine events and
     summaries included). ``searchable()``: what every model-facing read and
     search may show; the literal search's raw SQL
-    (``search.literal.filters.searchable_sql``) is held equal to it by
+    (``search.shared_sql.searchable_sql``) is held equal to it by
     tests/search/test_filters.py.
     """
 

@@ -20,7 +20,7 @@ def spellings_sql(plan: SearchPlan) -> tuple[str, list[Any]] | None:
     a word common across the store), that re-check is the whole cost. A term
     that the newest ``sample_bytes`` (``SearchTuning.spelling_sample_bytes``) of the thread mention is
     likely to be such a term, and to be spelled the same way elsewhere:
-    ``index_match_sql`` then tries that spelling with a case-sensitive ``LIKE``
+    ``match_sql`` then tries that spelling with a case-sensitive ``LIKE``
     before the regex, which decides a row so spelled at its first occurrence.
     Rows spelled otherwise still get the regex, so the answer is the same;
     only the cost moves. With both patterns as constants the planner picks

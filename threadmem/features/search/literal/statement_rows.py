@@ -29,8 +29,8 @@ from threadmem.features.search.hits import (
     MatchedBy,
     WindowKey,
     candidates_of,
+    links_of,
 )
-from threadmem.features.search.hits import links_of as hits_links_of
 from threadmem.features.search.page_cursor import CursorPosition
 from threadmem.lib.windows import windows_from_slices
 
@@ -81,7 +81,7 @@ def cut_of(rows: Sequence[Any], keys: Iterable[WindowKey]) -> Cut:
     keys = list(keys)
     windows = windows_from_slices([(row.position, row.piece) for row in rows], width=WINDOW_CHARS, lead=WINDOW_LEAD)
     cut = [(key[0], row) for key, row in zip(keys, rows, strict=True) if row.position]
-    links = hits_links_of([(row.link_tool, row.link_ids, row.link_arguments) for _, row in cut])
+    links = links_of([(row.link_tool, row.link_ids, row.link_arguments) for _, row in cut])
     return Cut(dict(zip(keys, windows, strict=True)), dict(zip((field for field, _ in cut), links, strict=True)))
 
 

@@ -41,7 +41,7 @@ class Layout:
     after: np.ndarray  # the index of the message just after it (-1: none)
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # a scope freed while a layout is stored drops its entry in this thread
 # By the held scope's id, with a weak reference to it: a layout never keeps a scope's vectors alive past vectors.py's
 # byte cap.
 _layouts: dict[int, tuple[weakref.ref, Layout]] = {}
@@ -66,11 +66,18 @@ def layout(held: vectors.Held) -> Layout:
     before[1:][follows] = index[:-1][follows]
     after[:-1][follows] = index[1:][follows]
     found = Layout(order=order, starts=starts, messages=grouped[starts], before=before, after=after)
+    key = id(held)
     with _lock:
         if len(_layouts) >= KEPT_LAYOUTS:
             _layouts.pop(next(iter(_layouts)))
-        _layouts[id(held)] = (weakref.ref(held), found)
+        # Dropped with its scope (a deleted thread's ids do not outlive the vectors vectors.py forgets).
+        _layouts[key] = (weakref.ref(held, lambda _: _forget(key)), found)
     return found
+
+
+def _forget(key: int) -> None:
+    with _lock:
+        _layouts.pop(key, None)
 
 
 def nearest(
