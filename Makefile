@@ -12,7 +12,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3 $$HOME/.pyen
 	  command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
 	done)
 
-.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-secrets bench-pointer fuzz clean python pgvector pg-extension check-runtime
+.PHONY: run test lint format bench-ingest bench-search bench-sqlite bench-console bench-load bench-replicas bench-recall bench-mcp bench-import bench-described bench-embedding bench-secrets bench-pointer fuzz clean python pgvector pg-extension check-runtime
 
 python:
 	@if [ -z "$(PYTHON)" ]; then \
@@ -24,7 +24,7 @@ $(VENV)/.installed-run: requirements.txt | python
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-$(VENV)/.installed-dev: requirements.txt requirements-minilm.txt requirements-dev.txt | python
+$(VENV)/.installed-dev: requirements.txt requirements-dev.txt | python
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	@touch $@ $(VENV)/.installed-run
@@ -106,6 +106,10 @@ bench-mcp: $(VENV)/.installed-dev .secret_key
 bench-described: $(VENV)/.installed-dev .secret_key
 	@if [ -z "$(LOCOMO)" ]; then echo "usage: make bench-described LOCOMO=/path/to/locomo10.json (github.com/snap-research/LoCoMo, data/locomo10.json)" >&2; exit 2; fi
 	$(PY) bench/described.py "$(LOCOMO)"
+
+# The sentence model's cost on one core: a real session embedded, long tool output, a query, the memory.
+bench-embedding: $(VENV)/.installed-dev .secret_key
+	$(PY) bench/embedding.py
 
 bench-delete: $(VENV)/.installed-dev .secret_key
 	$(PY) bench/delete.py

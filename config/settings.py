@@ -230,13 +230,18 @@ THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 
 # --- Search -------------------------------------------------------------------
 # The ranked lane (contract §12, threadmem/features/search/ranked): with no embedding model
-# configured, messages are embedded with the static model shipped inside the
-# wordllama package (threadmem/features/embeddings/static.py, never downloaded); false:
-# no static vectors, and without a configured model no ranked lane. "minilm": the
-# sentence-embedding model shipped in packages instead (threadmem/features/embeddings/minilm.py),
-# the static one still the fallback where those packages are missing.
-THREADMEM_MINILM_EMBEDDINGS = env_str("THREADMEM_STATIC_EMBEDDINGS").strip().lower() == "minilm"
-THREADMEM_STATIC_EMBEDDINGS = THREADMEM_MINILM_EMBEDDINGS or env_bool("THREADMEM_STATIC_EMBEDDINGS", True)
+# configured, messages are embedded in this process by a model shipped inside packages, never
+# downloaded. THREADMEM_STATIC_EMBEDDINGS picks it: "sentence" (the default; "minilm" is its older
+# name) the sentence model (threadmem/features/embeddings/sentence.py: MiniLM and the Universal
+# Sentence Encoder); "static" (or true) the static model in the wordllama package, for a host that
+# cannot afford the sentence model's ~300 MB a process (static.py, also the fallback where the
+# sentence model's packages are missing); false: no in-process vectors, and without a configured
+# model no ranked lane.
+EMBEDDINGS_CHOICE = env_str("THREADMEM_STATIC_EMBEDDINGS", "sentence").lower() or "sentence"
+if EMBEDDINGS_CHOICE not in {"sentence", "minilm", "static"}:
+    EMBEDDINGS_CHOICE = "static" if env_bool("THREADMEM_STATIC_EMBEDDINGS") else "false"
+THREADMEM_SENTENCE_EMBEDDINGS = EMBEDDINGS_CHOICE in {"sentence", "minilm"}
+THREADMEM_STATIC_EMBEDDINGS = EMBEDDINGS_CHOICE != "false"
 # How long search waits for the semantic part (query embedding, ranking and the
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)

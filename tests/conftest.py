@@ -18,6 +18,10 @@ from threadmem.models import Thread
 # Settings make up a key under pytest and never write .secret_key; the
 # processes the tests start (Celery workers, manage.py) use the same one.
 os.environ.setdefault("SECRET_KEY", django_settings.SECRET_KEY)
+# The processes the tests start embed with the static model as before the sentence model became the default:
+# each would otherwise load it (~300 MB) to embed what its test never ranks. Its own tests set it
+# (tests/embeddings/test_sentence.py).
+os.environ.setdefault("THREADMEM_STATIC_EMBEDDINGS", "static")
 
 
 @pytest.fixture(scope="session")
@@ -201,17 +205,19 @@ def no_model(settings):
 
 @pytest.fixture(autouse=True)
 def static_embeddings_off(settings):
-    """The static model (on by default in the product) is off unless a test turns it on (``static_model``).
+    """The in-process models (the sentence model on by default in the product) are off unless a test turns one on
+    (``static_model``, ``sentence_model``).
 
     Otherwise every committed append would embed in a background thread that
     outlives its test, and "Other memory results" would depend on its timing.
     """
     settings.THREADMEM_STATIC_EMBEDDINGS = False
+    settings.THREADMEM_SENTENCE_EMBEDDINGS = False
 
 
 @pytest.fixture
 def static_model(settings):
-    """The ranked lane with the static model, as a fresh install runs it (no model server)."""
+    """The ranked lane with the static model, as a host that sets THREADMEM_STATIC_EMBEDDINGS=static runs it."""
     from threadmem.features.embeddings import tasks
 
     settings.OPENAI_BASE_URL = ""

@@ -17,7 +17,7 @@ from django.db import connection
 from tests.support.factories import append, make_thread, open_generation
 from tests.support.search import literal_part_of
 from tests.support.semantic import embedded, listed_ids, ranked_ids, semantic_part
-from threadmem.domain import services
+from threadmem.domain import backlogs, services
 from threadmem.domain.scope import resolve_scope
 from threadmem.features.embeddings import static
 from threadmem.features.search import search_memory
@@ -331,3 +331,27 @@ def test_a_threads_keyword_ranking_from_its_kept_index_is_the_databases(
     assert kept == from_database
     ranked = {message for _, message, _ in kept}
     assert added.id in ranked and messages[3].id not in ranked
+
+
+def test_while_the_model_has_messages_to_embed_the_lane_says_so_and_ranks_what_is_embedded(
+    owner, static_model, settings
+):
+    thread = make_thread(owner, "catching-up")
+    settings.THREADMEM_STATIC_EMBEDDINGS = False  # a store from before this model: nothing embedded by it
+    (early,) = append(thread, {"role": "user", "content": "the zebrafish tank needs a new filter"})
+    settings.THREADMEM_STATIC_EMBEDDINGS = True
+    embedded(thread)
+    settings.THREADMEM_STATIC_EMBEDDINGS = False
+    append(thread, *({"role": "user", "content": f"zebrafish feeding log {n}"} for n in range(3)))
+    settings.THREADMEM_STATIC_EMBEDDINGS = True
+
+    note = lane.BACKLOG_NOTE.format(messages=3)
+    assert semantic_part(search_memory(user=owner, query="zebrafish", channel="catching-up").text).startswith(note)
+    assert semantic_part(search_memory(user=owner, query="zebrafish").text).startswith(note)
+    assert backlogs.scope_backlog(static.STATIC_MODEL, (thread.pk,)) == 3
+    assert set(Chunk.objects.filter(message__thread=thread).values_list("message_id", flat=True)) == {early.id}
+
+    embedded(thread)
+    assert backlogs.scope_backlog(static.STATIC_MODEL, (thread.pk,)) == 0
+    caught_up = search_memory(user=owner, query="zebrafish", channel="catching-up").text
+    assert "not embedded yet" not in caught_up

@@ -57,7 +57,7 @@ class Command(BaseCommand):
             self.stdout.write(f"queued {len(thread_ids)} threads for {model}")
             return
         failed = 0
-        for thread_id in thread_ids:
+        for done, thread_id in enumerate(thread_ids, 1):
             try:
                 outcome = service.embed_thread(thread_id=thread_id, model=model)
             except llm.LLMError as exc:
@@ -65,8 +65,8 @@ class Command(BaseCommand):
                 self.stderr.write(f"thread {thread_id}: failed: {exc}")
                 continue
             self.stdout.write(
-                f"thread {thread_id}: {outcome.chunks} chunks from {outcome.messages} messages, "
-                f"through seq {outcome.embedded_seq}"
+                f"[{done}/{len(thread_ids)}] thread {thread_id}: {outcome.chunks} chunks from {outcome.messages} "
+                f"messages, through seq {outcome.embedded_seq}"
             )
         self.stdout.write(f"{len(thread_ids) - failed} of {len(thread_ids)} threads embedded with {model}")
         if failed:

@@ -1,8 +1,10 @@
 """Embeddings for the semantic part of search_memory.
 
 - ``choice.py`` decides which model embeds: a configured server's, else one in
-  this process from a package: ``static.py`` (WordLlama, the default and the
-  fallback) or ``minilm.py`` (all-MiniLM-L6-v2, ``THREADMEM_STATIC_EMBEDDINGS=minilm``);
+  this process from a package: ``sentence.py`` (the default: ``minilm.py``'s
+  all-MiniLM-L6-v2 and ``universal.py``'s Universal Sentence Encoder in one
+  vector) or ``static.py`` (WordLlama: ``THREADMEM_STATIC_EMBEDDINGS=static``,
+  and the fallback where the sentence model's packages are missing);
 - ``chunks.py`` cuts a message into the pieces that are embedded (pure);
 - ``threadmem/infrastructure/fields.py`` (below models, which use it) stores a vector:
   pgvector's ``vector`` on PostgreSQL, float32 bytes on SQLite;

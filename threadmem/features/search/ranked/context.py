@@ -25,9 +25,10 @@ import numpy as np
 
 from threadmem.features.search.ranked import vectors
 
-# The neighbour's share of a message's score, for MiniLM and a configured model (the static model's ranking is
-# left as it was tuned: 0).
+# The neighbour's share of a message's score, for a sentence model and a configured one (the static model's
+# ranking is left as it was tuned: 0); the second neighbour's (seq ± 2), for the sentence model only (tuned with it).
 CONTEXT_WEIGHT = 0.5
+SECOND_CONTEXT_WEIGHT = 0.25
 # Layouts kept, one per held scope (a few arrays as long as its scope's pieces: ~2 MB at 60,000).
 KEPT_LAYOUTS = 8
 
@@ -81,9 +82,10 @@ def _forget(key: int) -> None:
 
 
 def nearest(
-    *, pieces: vectors.ScopePieces, vector: list[float], k: int, min_score: float
+    *, pieces: vectors.ScopePieces, vector: list[float], k: int, min_score: float, second_weight: float = 0.0
 ) -> list[tuple[int, int, float]]:
-    """(message id, its best piece's id, score) of the ``k`` best messages in context, best first."""
+    """(message id, its best piece's id, score) of the ``k`` best messages in context, best first;
+    ``second_weight``: the share of the better of the messages two before and two after."""
     found = vectors.scored(pieces=pieces, vector=vector)
     if found is None:
         return []
@@ -98,6 +100,12 @@ def nearest(
         np.where(shape.before >= 0, near[shape.before], 0.0), np.where(shape.after >= 0, near[shape.after], 0.0)
     )
     total = best + CONTEXT_WEIGHT * beside
+    if second_weight:
+        before2 = np.where(shape.before >= 0, shape.before[np.maximum(shape.before, 0)], -1)
+        after2 = np.where(shape.after >= 0, shape.after[np.maximum(shape.after, 0)], -1)
+        total = total + second_weight * np.maximum(
+            np.where(before2 >= 0, near[before2], 0.0), np.where(after2 >= 0, near[after2], 0.0)
+        )
     listed = np.flatnonzero(best >= min_score)
     listed = listed[np.lexsort((listed, -total[listed]))][:k]  # ties: thread order
     ends = np.r_[shape.starts[1:], len(shape.order)]

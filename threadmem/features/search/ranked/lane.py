@@ -27,9 +27,10 @@ from functools import cached_property, partial
 
 from django.conf import settings
 
+from threadmem.domain import backlogs
 from threadmem.domain.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.domain.scope import SearchScope
-from threadmem.features.embeddings import choice, retrieve, static
+from threadmem.features.embeddings import choice, retrieve, sentence, static
 from threadmem.features.search.answer_caps import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
 from threadmem.features.search.hit_entries import one_line
 from threadmem.features.search.ranked import context, keyword, neighbours, packing, spread, thread_legend, vectors
@@ -51,9 +52,11 @@ MAX_POSITIONS = 20
 # Reciprocal rank fusion's constant, tuned on LoCoMo (docs/search.md, "How the 12,000 characters are shared").
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
-# model and for a configured one.
+# model, the sentence model and a configured one (the sentence model's cosine
+# averages two models': its evidence sits lower, docs/benchmarks.md).
 STATIC_MEANING_WEIGHT = 0.5
 STATIC_MIN_SIMILARITY = 0.3
+SENTENCE_MIN_SIMILARITY = 0.2
 CONFIGURED_MEANING_WEIGHT = 1.0
 CONFIGURED_MIN_SIMILARITY = 0.3
 # A model server's call may outlive the search's deadline by this much.
@@ -70,6 +73,11 @@ HEAD = (
 LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
 FAILED_NOTE = (
     "The meaning model did not load in this process (its log says why): these are ranked by keyword relevance only."
+)
+# While the model in force has not embedded all of the scope (a new model's backlog, or appends a moment ago).
+BACKLOG_NOTE = (
+    "Up to {messages} messages of this scope are not embedded yet by the model in force: this ranking leaves them "
+    "out until they are (the literal part above searches them)."
 )
 KEYWORD_HEAD = HEAD.replace("by keyword relevance and meaning", "by keyword relevance")
 _WORD = re.compile(r"\w{3,}")
@@ -157,17 +165,25 @@ def meaning_hits(
     """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
-    threshold = STATIC_MIN_SIMILARITY if model == static.STATIC_MODEL else CONFIGURED_MIN_SIMILARITY
+    threshold = min_similarity(model)
     if not read and not scope.is_global:
         held = vectors.scope_pieces(scope=scope, model=model)
     if held is not None and vectors.fits(len(held.ids), len(vector)):
         if model == static.STATIC_MODEL:
             found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
         else:  # a sentence model: each message beside its neighbours (context.py)
-            found = context.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
+            second = context.SECOND_CONTEXT_WEIGHT if model == sentence.SENTENCE_MODEL else 0.0
+            found = context.nearest(pieces=held, vector=vector, k=k, min_score=threshold, second_weight=second)
         return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches]
+
+
+def min_similarity(model: str) -> float:
+    """The least cosine a piece needs to be in ``model``'s meaning ranking."""
+    if model == static.STATIC_MODEL:
+        return STATIC_MIN_SIMILARITY
+    return SENTENCE_MIN_SIMILARITY if model == sentence.SENTENCE_MODEL else CONFIGURED_MIN_SIMILARITY
 
 
 def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: float = 1.0) -> list[Hit]:
@@ -279,8 +295,9 @@ def ranked_results(
     fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
     if NEIGHBOURS_ON:
         fused = neighbours.with_neighbours(fused, scope=scope, model=model, held=held)
+    notes = "\n".join(line for line in (note, backlog_note(scope, model)) if line)
     if not fused:
-        return note or NO_MATCH
+        return notes or NO_MATCH
     words = [word.lower() for word in _WORD.findall(text)]
     weights = word_weights([r.match.text for r in fused], words)
     windows = packing.for_model(model)
@@ -305,7 +322,15 @@ def ranked_results(
         )
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
     head = KEYWORD_HEAD if note in (LOADING_NOTE, FAILED_NOTE) else HEAD
-    return RankedText.of(f"{note}\n{head}" if note else head, entries, note=note, thread_lines=lines)
+    return RankedText.of(f"{notes}\n{head}" if notes else head, entries, note=notes, thread_lines=lines)
+
+
+def backlog_note(scope: SearchScope, model: str) -> str:
+    """BACKLOG_NOTE while ``model`` has messages of the scope to embed ("" for an operator's whole store: counting
+    every thread's would cost the lane more than its ranking)."""
+    thread_ids = (scope.thread_id,) if not scope.is_global else scope.readable_thread_ids
+    behind = backlogs.scope_backlog(model, thread_ids) if thread_ids else 0
+    return BACKLOG_NOTE.format(messages=behind) if behind else ""
 
 
 def error_reason(error: llm.LLMError) -> str:

