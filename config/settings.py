@@ -237,11 +237,20 @@ THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 # cannot afford the sentence model's ~300 MB a process (static.py, also the fallback where the
 # sentence model's packages are missing); false: no in-process vectors, and without a configured
 # model no ranked lane.
-EMBEDDINGS_CHOICE = env_str("THREADMEM_STATIC_EMBEDDINGS", "sentence").lower() or "sentence"
-if EMBEDDINGS_CHOICE not in {"sentence", "minilm", "static"}:
-    EMBEDDINGS_CHOICE = "static" if env_bool("THREADMEM_STATIC_EMBEDDINGS") else "false"
-THREADMEM_SENTENCE_EMBEDDINGS = EMBEDDINGS_CHOICE in {"sentence", "minilm"}
-THREADMEM_STATIC_EMBEDDINGS = EMBEDDINGS_CHOICE != "false"
+_in_process = {
+    "sentence": "sentence",
+    "minilm": "sentence",
+    "static": "static",
+    **dict.fromkeys(("1", "true", "yes", "on"), "static"),
+    **dict.fromkeys(("0", "false", "no", "off"), ""),
+}.get(env_str("THREADMEM_STATIC_EMBEDDINGS").lower() or "sentence")
+if _in_process is None:
+    raise ImproperlyConfigured(
+        "THREADMEM_STATIC_EMBEDDINGS must be sentence (the default), static or false, "
+        f"got {env_str('THREADMEM_STATIC_EMBEDDINGS')!r}"
+    )
+THREADMEM_SENTENCE_EMBEDDINGS = _in_process == "sentence"
+THREADMEM_STATIC_EMBEDDINGS = bool(_in_process)
 # How long search waits for the semantic part (query embedding, ranking and the
 # optional memory answer) before it answers with the literal part and a note.
 THREADMEM_SEMANTIC_DEADLINE = env_float("THREADMEM_SEMANTIC_DEADLINE", 5.0, minimum=0.1)

@@ -79,3 +79,45 @@ def trusted_origins(**env: str) -> str:
 def test_the_public_url_is_the_origin_csrf_trusts():
     assert trusted_origins(THREADMEM_PUBLIC_URL="https://memory.example.com/") == "['https://memory.example.com']"
     assert trusted_origins() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("value", "sentence", "static"),
+    [
+        ("", True, True),
+        ("sentence", True, True),
+        ("minilm", True, True),
+        ("static", False, True),
+        ("true", False, True),
+        ("false", False, False),
+    ],
+)
+def test_the_in_process_model_is_named_by_one_setting(value, sentence, static):
+    shown = (
+        "from django.conf import settings as s; print(s.THREADMEM_SENTENCE_EMBEDDINGS, s.THREADMEM_STATIC_EMBEDDINGS)"
+    )
+    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": value, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {shown}"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(sentence), str(static)]
+
+
+def test_a_misspelt_in_process_model_is_refused_by_name():
+    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "sentense", "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "THREADMEM_STATIC_EMBEDDINGS must be sentence (the default), static or false, got 'sentense'" in done.stderr
