@@ -234,7 +234,7 @@ THREADMEM_AGENT_MAX_STEPS = env_int("THREADMEM_AGENT_MAX_STEPS", 8, minimum=1)
 # downloaded. THREADMEM_STATIC_EMBEDDINGS picks it: "sentence" (the default; "minilm" is its older
 # name) the sentence model (threadmem/features/embeddings/sentence.py: MiniLM and the Universal
 # Sentence Encoder); "static" (or true) the static model in the wordllama package, for a host that
-# cannot afford the sentence model's ~300 MB a process (static.py, also the fallback where the
+# cannot afford the sentence model's memory (static.py, also the fallback where the
 # sentence model's packages are missing); false: no in-process vectors, and without a configured
 # model no ranked lane.
 _in_process = {

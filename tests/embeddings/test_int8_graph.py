@@ -23,7 +23,7 @@ def packaged() -> str:
 
 def _vectors(graph, texts: list[str]) -> np.ndarray:
     session = onnxruntime.InferenceSession(graph, providers=["CPUExecutionProvider"])
-    _, tokenizer = minilm.model()
+    _, tokenizer, _ = minilm.model()
     rows = []
     for text in texts:
         ids = np.array([tokenizer.encode(text).ids], dtype=np.int64)

@@ -148,7 +148,6 @@ def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner,
     embedded(thread)  # the embedding run loaded the model: unload it, as in a process that just started
     monkeypatch.setattr(minilm, "_loaded", None)
     monkeypatch.setattr(universal, "_loaded", None)
-    monkeypatch.setattr(sentence, "_ready", False)
     monkeypatch.setattr(sentence, "_loading", None)
 
     loading = semantic_part(search_memory(user=owner, query=f"{PARAPHRASE} cat", channel="ops").text)
@@ -222,7 +221,6 @@ def test_a_model_that_fails_to_load_leaves_the_keyword_ranking_and_says_so(
     (tmp_path / "model.onnx").write_bytes(b"not an ONNX model")  # a broken install's weights
     monkeypatch.setattr(minilm, "_package_folder", lambda name: tmp_path)
     monkeypatch.setattr(minilm, "_loaded", None)
-    monkeypatch.setattr(sentence, "_ready", False)
     monkeypatch.setattr(sentence, "_loading", None)
     monkeypatch.setattr(sentence, "_failed", False)
 

@@ -81,6 +81,19 @@ def test_the_public_url_is_the_origin_csrf_trusts():
     assert trusted_origins() == "[]"
 
 
+def settings_with(embeddings: str, code: str = "") -> subprocess.CompletedProcess[str]:
+    """Django set up in a new process with ``THREADMEM_STATIC_EMBEDDINGS=embeddings``, then ``code``."""
+    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": embeddings, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    return subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "sentence", "static"),
     [
@@ -93,31 +106,15 @@ def test_the_public_url_is_the_origin_csrf_trusts():
     ],
 )
 def test_the_in_process_model_is_named_by_one_setting(value, sentence, static):
-    shown = (
-        "from django.conf import settings as s; print(s.THREADMEM_SENTENCE_EMBEDDINGS, s.THREADMEM_STATIC_EMBEDDINGS)"
-    )
-    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": value, "DJANGO_SETTINGS_MODULE": "config.settings"}
-    done = subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {shown}"],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = settings_with(
+        value,
+        "from django.conf import settings as s; print(s.THREADMEM_SENTENCE_EMBEDDINGS, s.THREADMEM_STATIC_EMBEDDINGS)",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(sentence), str(static)]
 
 
 def test_a_misspelt_in_process_model_is_refused_by_name():
-    environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "sentense", "DJANGO_SETTINGS_MODULE": "config.settings"}
-    done = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = settings_with("sentense")
     assert done.returncode != 0
     assert "THREADMEM_STATIC_EMBEDDINGS must be sentence (the default), static or false, got 'sentense'" in done.stderr

@@ -17,12 +17,12 @@ from django.db import connection
 from tests.support.factories import append, make_thread, open_generation
 from tests.support.search import literal_part_of
 from tests.support.semantic import embedded, listed_ids, ranked_ids, semantic_part
-from threadmem.domain import backlogs, services
+from threadmem.domain import services
 from threadmem.domain.scope import resolve_scope
 from threadmem.features.embeddings import static
 from threadmem.features.search import search_memory
 from threadmem.features.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
-from threadmem.features.search.ranked import keyword, lane, lexicon, vectors
+from threadmem.features.search.ranked import backlog, keyword, lane, lexicon, vectors
 from threadmem.models import Chunk
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -348,10 +348,25 @@ def test_while_the_model_has_messages_to_embed_the_lane_says_so_and_ranks_what_i
     note = lane.BACKLOG_NOTE.format(messages=3)
     assert semantic_part(search_memory(user=owner, query="zebrafish", channel="catching-up").text).startswith(note)
     assert semantic_part(search_memory(user=owner, query="zebrafish").text).startswith(note)
-    assert backlogs.scope_backlog(static.STATIC_MODEL, (thread.pk,)) == 3
+    assert backlog.messages_behind(static.STATIC_MODEL, (thread.pk,)) == 3
     assert set(Chunk.objects.filter(message__thread=thread).values_list("message_id", flat=True)) == {early.id}
 
     embedded(thread)
-    assert backlogs.scope_backlog(static.STATIC_MODEL, (thread.pk,)) == 0
+    assert backlog.messages_behind(static.STATIC_MODEL, (thread.pk,)) == 0
     caught_up = search_memory(user=owner, query="zebrafish", channel="catching-up").text
     assert "not embedded yet" not in caught_up
+
+
+def test_the_backlog_note_counts_only_messages_search_may_show(owner, admin, static_model, settings):
+    thread = make_thread(owner, "hidden-tail")
+    settings.THREADMEM_STATIC_EMBEDDINGS = False  # appended, not embedded yet
+    _, hidden = append(
+        thread, {"role": "user", "content": "the zebrafish tank"}, {"role": "user", "content": "a private zebrafish"}
+    )
+    services.message_set_isolated(message=hidden, isolated=True, actor=admin)
+    settings.THREADMEM_STATIC_EMBEDDINGS = True
+
+    part = semantic_part(search_memory(user=owner, query="zebrafish", channel="hidden-tail").text)
+
+    assert part.startswith(lane.BACKLOG_NOTE.format(messages=1))  # the isolated message is not even counted
+    assert backlog.messages_behind(static.STATIC_MODEL, (thread.pk,)) == 1

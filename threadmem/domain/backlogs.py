@@ -48,16 +48,6 @@ def embedding_backlog(model: str) -> EmbeddingBacklog:
     return EmbeddingBacklog(model, behind["threads"], behind["messages"])
 
 
-def scope_backlog(model: str, thread_ids: tuple[int, ...]) -> int:
-    """How many messages of these threads ``model`` has not embedded yet (an upper bound, as in the backlog)."""
-    behind = (
-        threads_to_embed(model)
-        .filter(pk__in=thread_ids)
-        .aggregate(messages=Coalesce(Sum(F("next_seq") - 1 - F("embedded_seq")), 0))
-    )
-    return behind["messages"]
-
-
 def import_backlog() -> dict[str, int]:
     """Imports not finished, by status (pending, running), zeros included."""
     counts = dict(

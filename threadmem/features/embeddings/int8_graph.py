@@ -2,14 +2,14 @@
 
 The packaged model keeps each weight as int8 and turns it into floats in the
 graph (``Cast``, then ``Mul`` by its scale). onnxruntime's optimizer folds
-those into float copies of every weight (+120 MB a process); unoptimized, it
-converts them again on every call (~50 ms a query). Rewritten, a ``MatMul``
+those into float copies of every weight (the process holds the model four
+times over); unoptimized, it converts them again on every call. Rewritten, a ``MatMul``
 quantizes its input on the fly and multiplies int8 by int8
 (``DynamicQuantizeLinear``, ``MatMulInteger``: onnxruntime fuses them into
 one kernel) and an embedding table is read as int8 rows, each scaled as it is
-gathered: no float copy of a weight is ever made. The vectors are the
-float graph's to a cosine of 0.99; a query takes ~2 ms and a batch runs about
-three times as fast (docs/benchmarks.md, "The sentence model, the default").
+gathered: no float copy of a weight is ever made, and the vectors stay the
+float graph's but for rounding (the figures:
+docs/benchmarks.md, "The sentence model, the default").
 """
 
 from __future__ import annotations

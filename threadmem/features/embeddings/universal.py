@@ -43,6 +43,11 @@ def model() -> Any:
     return _loaded
 
 
+def ready() -> bool:
+    """Whether the encoder is loaded in this process."""
+    return _loaded is not None
+
+
 def embed(texts: list[str]) -> np.ndarray:
     """One unit vector per text, in order (an empty text: a zero vector)."""
     vectors = np.zeros((len(texts), UNIVERSAL_DIMENSIONS), dtype=np.float32)

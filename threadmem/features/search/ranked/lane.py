@@ -27,13 +27,21 @@ from functools import cached_property, partial
 
 from django.conf import settings
 
-from threadmem.domain import backlogs
 from threadmem.domain.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.domain.scope import SearchScope
 from threadmem.features.embeddings import choice, retrieve, sentence, static
 from threadmem.features.search.answer_caps import HEAD_MARK, TAIL_MARK, THREAD_SEARCH_MAX_CHARS
 from threadmem.features.search.hit_entries import one_line
-from threadmem.features.search.ranked import context, keyword, neighbours, packing, spread, thread_legend, vectors
+from threadmem.features.search.ranked import (
+    backlog,
+    context,
+    keyword,
+    neighbours,
+    packing,
+    spread,
+    thread_legend,
+    vectors,
+)
 from threadmem.features.search.shared_sql import in_ids
 from threadmem.infrastructure import llm
 from threadmem.lib.windows import Window
@@ -329,7 +337,7 @@ def backlog_note(scope: SearchScope, model: str) -> str:
     """BACKLOG_NOTE while ``model`` has messages of the scope to embed ("" for an operator's whole store: counting
     every thread's would cost the lane more than its ranking)."""
     thread_ids = (scope.thread_id,) if not scope.is_global else scope.readable_thread_ids
-    behind = backlogs.scope_backlog(model, thread_ids) if thread_ids else 0
+    behind = backlog.messages_behind(model, thread_ids or ())
     return BACKLOG_NOTE.format(messages=behind) if behind else ""
 
 
