@@ -78,6 +78,15 @@ def test_a_text_gets_the_same_vector_alone_and_in_a_batch():
     assert alone[0] @ batched[1] == pytest.approx(1.0, abs=1e-4)
 
 
+def test_a_text_repeated_in_a_batch_gets_its_vector_at_each_place():
+    repeated = np.array(sentence.embed([RELEASE, CAT, RELEASE, DEPLOY, CAT]))
+    each = np.array(sentence.embed([RELEASE, CAT, DEPLOY]))
+
+    assert repeated.shape == (5, sentence.SENTENCE_DIMENSIONS)
+    for place, of in enumerate((0, 1, 0, 2, 1)):
+        assert repeated[place] @ each[of] == pytest.approx(1.0, abs=1e-4)
+
+
 def test_minilm_reads_a_long_piece_up_to_its_token_limit_and_the_encoder_reads_it_whole():
     head = " ".join(f"deploy{n}" for n in range(200))  # past MiniLM's 128 word pieces on its own
     tails = [f"{head} the cat sleeps in the sun", f"{head} the database migration timed out"]

@@ -61,8 +61,11 @@ def test_a_described_question_ranks_the_turn_holding_its_rare_words_first(owner,
     ids = ranked_ids(owner, QUESTION, channel)
     assert ids[0] == messages["group"].id
     part = semantic_part(result.text)
-    assert "role=user field=content" in part and " score=" in part and GROUP in part
-    assert ("channel=talk" in part) is (channel is None)
+    channel_named = "" if channel else " channel=talk"
+    # No session and the message's content: the entry names neither (the head says what that means).
+    assert f"--- messageId={messages['group'].id} generation=1 role=user{channel_named} score=" in part
+    assert "sessionId=" not in part and "field=" not in part and "without field is the message's content" in part
+    assert GROUP in part
 
 
 def test_keyword_order_follows_bm25_on_a_fixed_corpus(owner, talk):
@@ -370,3 +373,20 @@ def test_the_backlog_note_counts_only_messages_search_may_show(owner, admin, sta
 
     assert part.startswith(lane.BACKLOG_NOTE.format(messages=1))  # the isolated message is not even counted
     assert backlog.messages_behind(static.STATIC_MODEL, (thread.pk,)) == 1
+
+
+def test_an_entry_names_its_session_and_a_tool_argument_field(owner, static_model):
+    thread = make_thread(owner, "ops")
+    (call,) = append(
+        thread,
+        {
+            "role": "assistant",
+            "session_id": "s-7",
+            "tool_calls": [{"id": "c1", "name": "shell", "arguments": {"note": "rotate the standby replica"}}],
+        },
+    )
+    embedded(thread)
+
+    part = semantic_part(search_memory(user=owner, query="why rotate the standby replica?", channel="ops").text)
+
+    assert f"--- messageId={call.id} sessionId=s-7 generation=1 role=assistant field=tool_args.note score=" in part

@@ -81,7 +81,10 @@ def embed(texts: list[str]) -> list[list[float]]:
     """One unit vector per text, in order (an empty text gets a zero vector: no direction, never a match)."""
     if not texts:
         return []
+    # A text met twice in one call is embedded once: an agent's session repeats its tool output (a file read again).
+    unique = list(dict.fromkeys(texts))
     joined = np.concatenate(
-        [math.sqrt(MINILM_SHARE) * minilm.embed(texts), math.sqrt(1 - MINILM_SHARE) * universal.embed(texts)], axis=1
+        [math.sqrt(MINILM_SHARE) * minilm.embed(unique), math.sqrt(1 - MINILM_SHARE) * universal.embed(unique)], axis=1
     )
-    return joined.tolist()
+    at = {text: index for index, text in enumerate(unique)}
+    return joined[[at[text] for text in texts]].tolist()

@@ -71,11 +71,14 @@ CONFIGURED_MIN_SIMILARITY = 0.3
 CALL_GRACE_SECONDS = 1.0
 # A model error quoted in a note stops here (the lane's and the memory answer's, semantic.py).
 NOTE_ERROR_CHARS = 300
+# The field an entry names only when its piece is elsewhere (a tool argument's leaf).
+CONTENT_FIELD = "content"
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
 HEAD = (
     f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
-    "its thread's messages just before and after it (messages the literal part lists are not repeated):"
+    "its thread's messages just before and after it (messages the literal part lists are not repeated; an entry "
+    f"without sessionId has none, without field is the message's {CONTENT_FIELD}):"
 )
 # While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
 LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
@@ -266,9 +269,11 @@ def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool,
     match = ranked.match
     channel = f" channel={one_line(match.channel)}" if with_channel else ""
     window = window_of(match, weights, width=width, lead=lead)
+    # What most entries would repeat is left out (the head says so): the room goes to more messages.
+    session = f" sessionId={one_line(match.session_id)}" if match.session_id else ""
+    field = f" field={one_line(match.field)}" if match.field != CONTENT_FIELD else ""
     return (
-        f"--- messageId={match.message_id} sessionId={one_line(match.session_id) or '-'} "
-        f"generation={match.generation} role={match.role} field={one_line(match.field)}{channel} "
+        f"--- messageId={match.message_id}{session} generation={match.generation} role={match.role}{field}{channel} "
         f"score={ranked.score * 100:.{SCORE_DIGITS}f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
     )
 
