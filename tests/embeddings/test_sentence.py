@@ -188,6 +188,27 @@ print(loading is not None, sentence.ready())
     assert ran.stdout.split() == ["True", "True"]
 
 
+FIRST_QUERIES = """
+import threading
+from threadmem.features.embeddings import sentence
+def beside():
+    return any(thread.name.startswith("threadmem-minilm") for thread in threading.enumerate())
+first = sentence.embed(["why did the deploy fail?"])  # nothing loaded: both halves load here, one after the other
+print(len(first[0]), sentence.ready(), beside())
+second = sentence.embed(["and the rollback?"])  # loaded: the two halves at once
+print(len(second[0]), beside())
+"""
+
+
+def test_a_query_runs_its_halves_at_once_only_once_both_are_loaded():
+    # Loading them at once can deadlock: one imports its native library while the other scans the loaded ones.
+    ran = subprocess.run([sys.executable, "-c", FIRST_QUERIES], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+    assert ran.returncode == 0, ran.stderr
+    dimensions = str(sentence.SENTENCE_DIMENSIONS)
+    assert ran.stdout.split() == [dimensions, "True", "False", dimensions, "True"]
+
+
 def test_without_its_packages_the_static_model_embeds():
     environment = {**os.environ, "THREADMEM_STATIC_EMBEDDINGS": "sentence", "THREADMEM_EMBEDDING_MODEL": ""}
     environment.update(DJANGO_SETTINGS_MODULE="config.settings", OPENAI_BASE_URL="", OPENAI_API_KEY="")

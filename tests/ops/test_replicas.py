@@ -519,3 +519,26 @@ def test_the_ranked_lane_follows_whichever_database_a_read_went_to(replica, stat
         ids = listed_ids(semantic_part(search(owner, "irrigating orchards pumps", channel).text))
         assert {first.id, int(second)} <= ids
     assert reads(ALIAS) - on_replica == 2
+
+
+def test_a_read_on_the_replica_shows_the_replicas_pieces_not_the_primarys(replica, static_model):
+    """Every statement of the ranked lane reads where the read went, the pieces' text too: a primary that has
+    moved on since is not mixed into an answer the replica ranked."""
+    owner = make_user("owner")
+    thread = make_thread(owner, "replica:pieces")
+    (note,) = append(thread, {"role": "user", "content": "The orchard irrigation schedule moved to Tuesday."})
+    embedded(thread)
+    replica.caught_up()
+    replica.sql("SELECT pg_wal_replay_pause()")
+    try:
+        with connections["default"].cursor() as cursor:  # on the primary only: the replica does not replay it
+            cursor.execute(
+                "UPDATE threadmem_chunk SET text = %s WHERE message_id = %s", ["since, on the primary", note.id]
+            )
+        on_replica = reads(ALIAS)
+        part = semantic_part(search(owner, "irrigating orchards", "replica:pieces").text)
+        assert reads(ALIAS) - on_replica == 1
+        assert note.id in listed_ids(part)
+        assert "schedule moved to Tuesday" in part and "since, on the primary" not in part
+    finally:
+        replica.sql("SELECT pg_wal_replay_resume()")

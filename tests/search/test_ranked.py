@@ -19,8 +19,8 @@ from tests.support.search import literal_part_of
 from tests.support.semantic import embedded, listed_ids, ranked_ids, semantic_part
 from threadmem.domain import services
 from threadmem.domain.scope import resolve_scope
-from threadmem.features.embeddings import static
-from threadmem.features.search import search_memory
+from threadmem.features.embeddings import retrieve, static
+from threadmem.features.search import search_memory, shared_sql
 from threadmem.features.search.answer_caps import THREAD_LITERAL_MAX_CHARS, THREAD_SEARCH_MAX_CHARS, TRUNCATED_LINE
 from threadmem.features.search.ranked import backlog, keyword, lane, lexicon, vectors
 from threadmem.models import Chunk
@@ -390,3 +390,16 @@ def test_an_entry_names_its_session_and_a_tool_argument_field(owner, static_mode
     part = semantic_part(search_memory(user=owner, query="why rotate the standby replica?", channel="ops").text)
 
     assert f"--- messageId={call.id} sessionId=s-7 generation=1 role=assistant field=tool_args.note score=" in part
+
+
+def test_the_pieces_details_are_read_by_id_from_a_table_of_ids_on_either_database(owner, talk):
+    thread, messages = talk
+    chunks = list(Chunk.objects.filter(message__thread=thread).order_by("id").values_list("id", flat=True))
+    wanted = [chunks[-1], chunks[0], chunks[0], max(chunks) + 1000]  # out of order, once twice, one gone
+
+    rows = retrieve.detail_rows_of(*shared_sql.ids_table(connection.vendor, wanted))
+
+    expected = retrieve.detail_rows(*shared_sql.in_ids(connection.vendor, "c.id", wanted))
+    assert {row[0] for row in rows} == {chunks[0], chunks[-1]}
+    assert set(rows) == set(expected)
+    assert {row[1] for row in rows} <= {m.id for m in messages.values()}

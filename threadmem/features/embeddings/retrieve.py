@@ -28,12 +28,13 @@ import heapq
 from dataclasses import dataclass
 
 import numpy as np
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import FloatField, QuerySet, Sum
 from django.db.models.expressions import RawSQL
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
+from threadmem.domain.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.domain.scope import SearchScope
 from threadmem.features.embeddings.thread_embedding import VECTOR_INDEX_MAX_DIMENSIONS, index_expression
 from threadmem.infrastructure.fields import FLOAT32, pgvector_in_use
@@ -66,17 +67,32 @@ DETAIL_FIELDS = (
 
 
 # DETAIL_FIELDS as one statement's columns, for the lane's hot path (the ORM's compile costs more than the read).
-DETAIL_SQL = (
-    "SELECT c.id, c.message_id, t.channel, m.session_id, m.generation, m.role, c.field, c.start, c.end_of_field, "
-    "c.text, m.thread_id, m.seq FROM threadmem_chunk c JOIN threadmem_message m ON m.id = c.message_id "
-    "JOIN threadmem_thread t ON t.id = m.thread_id"
+DETAIL_COLUMNS = (
+    "c.id, c.message_id, t.channel, m.session_id, m.generation, m.role, c.field, c.start, c.end_of_field, "
+    "c.text, m.thread_id, m.seq"
 )
+DETAIL_JOINS = "JOIN threadmem_message m ON m.id = c.message_id JOIN threadmem_thread t ON t.id = m.thread_id"
 
 
 def detail_rows(where: str, params: list, *, order: str = "") -> list[tuple]:
     """(chunk id, *DETAIL_FIELDS) of the pieces ``where`` selects (``c``: the piece, ``m``: its message)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"{DETAIL_SQL} WHERE {where}{f' ORDER BY {order}' if order else ''}", params)
+        cursor.execute(
+            f"SELECT {DETAIL_COLUMNS} FROM threadmem_chunk c {DETAIL_JOINS} WHERE {where}"
+            f"{f' ORDER BY {order}' if order else ''}",
+            params,
+        )
+        return cursor.fetchall()
+
+
+def detail_rows_of(ids_table: str, params: list) -> list[tuple]:
+    """(chunk id, *DETAIL_FIELDS) of the pieces whose ids ``ids_table`` lists (a table ``wanted`` of one column
+    ``id``: ``shared_sql.ids_table``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {DETAIL_COLUMNS} FROM {ids_table} JOIN threadmem_chunk c ON c.id = wanted.id {DETAIL_JOINS}",
+            params,
+        )
         return cursor.fetchall()
 
 
@@ -141,7 +157,7 @@ def _rank_postgres(chunks: QuerySet[Chunk], query: np.ndarray, *, limit: int, ap
             f"{expression} <=> %s::{kind}({dimensions})", [Vector(query).to_text()], output_field=FloatField()
         )
     ranked = chunks.annotate(distance=distance).order_by("distance").values_list(*DETAIL_FIELDS, "distance")[:limit]
-    with transaction.atomic():
+    with transaction.atomic(using=connection.alias):  # the settings below hold where the ranking reads
         if expression is not None:
             with connection.cursor() as cursor:
                 cursor.execute(f"SET LOCAL hnsw.ef_search = {max(HNSW_EF_SEARCH, limit)}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -31,6 +32,8 @@ MINILM_SHARE = 0.5
 
 logger = logging.getLogger(__name__)
 
+# MiniLM's half of a query, run beside the encoder's (a few queries at once: more would only queue for the cores).
+_beside = ThreadPoolExecutor(max_workers=4, thread_name_prefix="threadmem-minilm")
 _loading: threading.Thread | None = None
 _starting = threading.Lock()  # a search never waits for a load another thread runs
 _failed = False  # the background load raised (a broken install): not retried in this process
@@ -83,8 +86,15 @@ def embed(texts: list[str]) -> list[list[float]]:
         return []
     # A text met twice in one call is embedded once: an agent's session repeats its tool output (a file read again).
     unique = list(dict.fromkeys(texts))
-    joined = np.concatenate(
-        [math.sqrt(MINILM_SHARE) * minilm.embed(unique), math.sqrt(1 - MINILM_SHARE) * universal.embed(unique)], axis=1
-    )
+    # A search's query, once both halves are loaded: both at once (both leave the GIL), it waits for the slower.
+    # Never while loading: a half importing its native library beside the other's scan of the loaded ones
+    # deadlocks the process (the loader's lock and the GIL, each waiting for the other).
+    if len(unique) == 1 and ready():
+        pending = _beside.submit(minilm.embed, unique)
+        second = universal.embed(unique)
+        first = pending.result()
+    else:  # a worker's batch stays on its one core
+        first, second = minilm.embed(unique), universal.embed(unique)
+    joined = np.concatenate([math.sqrt(MINILM_SHARE) * first, math.sqrt(1 - MINILM_SHARE) * second], axis=1)
     at = {text: index for index, text in enumerate(unique)}
     return joined[[at[text] for text in texts]].tolist()

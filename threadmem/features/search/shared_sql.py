@@ -1,5 +1,5 @@
 """SQL both lanes of search write the same way: which messages a search may show (``searchable_sql``) and a
-set of ids (``in_ids``, ``in_subquery``), each spelt for either database.
+set of ids (``in_ids``, ``in_subquery``, ``ids_table``), each spelt for either database.
 
 ``searchable_sql`` is ``Message.objects.searchable()`` (``models.SEARCHABLE``) as SQL; tests/search/test_filters.py
 holds every search path to the same rows as that definition. The literal lane's scope and filters build on these
@@ -27,10 +27,23 @@ def searchable_sql(alias: str) -> tuple[str, list[Any]]:
 def in_ids(vendor: str, column: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
     """``column`` is one of ``ids``, as one parameter whatever their number."""
     if vendor == "postgresql":
-        # One array literal: the driver quotes a string at once, where it would
-        # adapt a list element by element (a caller's readable threads).
-        return f"{column} = ANY(CAST(%s AS bigint[]))", ["{" + ",".join(str(int(i)) for i in ids) + "}"]
+        return f"{column} = ANY(CAST(%s AS bigint[]))", [_array(ids)]
     return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(ids))]
+
+
+def ids_table(vendor: str, ids: Sequence[int]) -> tuple[str, list[Any]]:
+    """``ids`` as a table ``wanted`` of one column ``id``, to join rows by their ids from: each row is then read by
+    its index whatever the tables' sizes, where ``id = ANY(…)`` lets PostgreSQL hash a small store's whole joined
+    table (docs/search.md, "The ranked lane's latency")."""
+    if vendor == "postgresql":
+        return "unnest(CAST(%s AS bigint[])) AS wanted(id)", [_array(ids)]
+    return "(SELECT value AS id FROM json_each(%s)) AS wanted", [json.dumps(list(ids))]
+
+
+def _array(ids: Sequence[int]) -> str:
+    # One array literal: the driver quotes a string at once, where it would
+    # adapt a list element by element (a caller's readable threads).
+    return "{" + ",".join(str(int(i)) for i in ids) + "}"
 
 
 def in_subquery(vendor: str, column: str, subquery: str) -> str:

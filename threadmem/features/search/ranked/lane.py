@@ -42,7 +42,7 @@ from threadmem.features.search.ranked import (
     thread_legend,
     vectors,
 )
-from threadmem.features.search.shared_sql import in_ids
+from threadmem.features.search.shared_sql import ids_table
 from threadmem.infrastructure import llm
 from threadmem.lib.windows import Window
 
@@ -211,7 +211,7 @@ def fuse(keyword_hits: list[Hit], meaning_hits: list[Hit], *, meaning_weight: fl
 def with_details(hits: list[Hit]) -> list[Ranked]:
     """The hits with their pieces' details (one statement for those the rankings did not read), in order."""
     wanted = [hit.chunk_id for hit in hits if hit.match is None]
-    rows = retrieve.detail_rows(*in_ids(connection.vendor, "c.id", wanted)) if wanted else []
+    rows = retrieve.detail_rows_of(*ids_table(connection.vendor, wanted)) if wanted else []
     read = {row[0]: row[1:] for row in rows}
     ranked = []
     for hit in hits:
