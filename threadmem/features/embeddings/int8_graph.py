@@ -5,10 +5,10 @@ graph (``Cast``, then ``Mul`` by its scale). onnxruntime's optimizer folds
 those into float copies of every weight (the process holds the model four
 times over); unoptimized, it converts them again on every call. Rewritten, a ``MatMul``
 quantizes its input on the fly and multiplies int8 by int8
-(``DynamicQuantizeLinear``, ``MatMulInteger``: onnxruntime fuses them into
-one kernel) and an embedding table is read as int8 rows, each scaled as it is
-gathered: no float copy of a weight is ever made, and the vectors stay the
-float graph's but for rounding (the figures:
+(``DynamicQuantizeLinear``, ``MatMulInteger``, then the two scales) and an
+embedding table is read as int8 rows, each scaled as it is gathered: no
+float copy of a weight is ever made, and the vectors stay the float graph's
+but for rounding (the figures:
 docs/benchmarks.md, "The sentence model, the default").
 """
 

@@ -18,8 +18,6 @@ import numpy as np
 
 from threadmem.features.embeddings import int8_graph
 
-# The name its vectors are stored under (``Chunk.model``): apart from the static model's and a configured one's.
-MINILM_MODEL = "all-MiniLM-L6-v2:onnx-int8"
 MINILM_DIMENSIONS = 384
 # The model was trained on pairs of up to 128 word pieces: a longer piece is cut there (the other half of the
 # sentence model reads it whole), and long tool output costs no more than its first 128.

@@ -93,7 +93,7 @@ def embed(texts: list[str]) -> list[list[float]]:
         pending = _beside.submit(minilm.embed, unique)
         second = universal.embed(unique)
         first = pending.result()
-    else:  # a worker's batch stays on its one core
+    else:  # several texts (a worker's batch) stay on one core
         first, second = minilm.embed(unique), universal.embed(unique)
     joined = np.concatenate([math.sqrt(MINILM_SHARE) * first, math.sqrt(1 - MINILM_SHARE) * second], axis=1)
     at = {text: index for index, text in enumerate(unique)}
