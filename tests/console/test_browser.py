@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.support.browser import chromium_page, login, screenshot
 from tests.support.factories import append, make_thread
@@ -87,46 +88,50 @@ def test_an_admin_browses_searches_and_isolates(browser, live_server, admin, dep
         screenshot(page, "01-login")
         login(page, base, "admin", "admin-password")
 
-        assert page.locator("h1", has_text="Threads").is_visible()
-        assert page.locator("a.channel", has_text=deploy.channel).is_visible()
+        expect(page.locator("h1", has_text="Threads")).to_be_visible()
+        expect(page.locator("a.channel", has_text=deploy.channel)).to_be_visible()
         screenshot(page, "02-threads")
 
         page.click(f"a.channel:text('{deploy.channel}')")
+        page.wait_for_load_state()
         assert page.locator("h1.channel-title").inner_text().startswith(deploy.channel)
         assert page.locator(".timeline .gen").count() == 2
         screenshot(page, "03-thread-current")
 
         page.click(".timeline .gen:first-child a")
-        assert page.locator(".summary-card h2", has_text="Summary of generation 1").is_visible()
+        page.wait_for_load_state()
+        expect(page.locator(".summary-card h2", has_text="Summary of generation 1")).to_be_visible()
         tool_result = page.locator("article.msg.role-tool").nth(1)
         body = tool_result.locator(".msg-body pre.content")
-        assert not body.is_visible()
+        expect(body).to_be_hidden()
         tool_result.locator("summary").click()
-        assert body.is_visible()
+        expect(body).to_be_visible()
         assert "db-primary.internal:5432" in body.inner_text()
-        assert tool_result.locator(".more a", has_text="audit view").is_visible()  # the journal goes on
-        assert page.locator("article.msg .badge", has_text="machine event").is_visible()
-        assert page.locator("article.msg .badge", has_text="model-invisible").is_visible()
+        expect(tool_result.locator(".more a", has_text="audit view")).to_be_visible()  # the journal goes on
+        expect(page.locator("article.msg .badge", has_text="machine event")).to_be_visible()
+        expect(page.locator("article.msg .badge", has_text="model-invisible")).to_be_visible()
         screenshot(page, "04-thread-generation-1-expanded")
 
         # A messageId in the summary leads to the audit page.
         page.locator(".summary-text a.mid").first.click()
         assert re.search(r"/console/messages/\d+/$", page.url)
-        assert page.locator("h1", has_text="Message #").is_visible()
+        expect(page.locator("h1", has_text="Message #")).to_be_visible()
         screenshot(page, "05-message-audit")
 
         page.goto(f"{base}/console/messages/{deploy.messages.get(tool_call_id='call_2').id}/")
-        assert page.locator(".linkline", has_text="Result of read_file").is_visible()
+        expect(page.locator(".linkline", has_text="Result of read_file")).to_be_visible()
         page.goto(f"{base}/console/messages/{deploy.messages.get(seq=3).id}/")
-        assert page.locator(
-            ".call-audit pre.code", has_text='"command": "kubectl -n staging rollout restart deploy/web"'
-        ).is_visible()
+        expect(
+            page.locator(".call-audit pre.code", has_text='"command": "kubectl -n staging rollout restart deploy/web"')
+        ).to_be_visible()
         screenshot(page, "06-message-tool-call")
 
         # Search the whole service, as the model would.
         page.click("nav.mainnav a:text('Search')")
+        page.wait_for_load_state()
         page.fill("input[name=q]", "rollout")
         page.click("form[role=search] button[type=submit]")
+        page.wait_for_load_state()
         text = page.locator("pre#tool-text").inner_text()
         assert text.startswith("[search_memory] The following is historical evidence")
         assert deploy.channel in page.locator(".search-split").inner_text() or page.locator(".hit").count() > 0
@@ -137,12 +142,14 @@ def test_an_admin_browses_searches_and_isolates(browser, live_server, admin, dep
         # Isolate the thread: confirm, see the flag, the trail, and global search lose it.
         page.goto(f"{base}/console/threads/{deploy.id}/")
         page.click("button:text('Isolate thread…')")
-        assert page.locator("h1", has_text="Isolate thread").is_visible()
+        page.wait_for_load_state()
+        expect(page.locator("h1", has_text="Isolate thread")).to_be_visible()
         screenshot(page, "08-isolation-confirm")
         page.click("button:text('Yes, isolate')")
-        assert page.locator(".flash", has_text="isolated").is_visible()
-        assert page.locator("h1.channel-title .badge", has_text="isolated").is_visible()
-        assert page.locator(".trail", has_text="admin").is_visible()
+        page.wait_for_load_state()
+        expect(page.locator(".flash", has_text="isolated")).to_be_visible()
+        expect(page.locator("h1.channel-title .badge", has_text="isolated")).to_be_visible()
+        expect(page.locator(".trail", has_text="admin")).to_be_visible()
         assert Thread.objects.get(pk=deploy.pk).isolated is True
         assert IsolationEvent.objects.filter(thread=deploy, actor=admin, surface="console").count() == 1
         screenshot(page, "09-thread-isolated")
@@ -156,14 +163,16 @@ def test_an_admin_browses_searches_and_isolates(browser, live_server, admin, dep
         screenshot(page, "10-search-thread")
 
         page.click("nav.mainnav a:text('Tool calls')")
+        page.wait_for_load_state()
         assert page.locator("svg.chart line.cap").count() == 1
         assert page.locator("table.calls-table tbody tr").count() == 3
         screenshot(page, "11-tool-calls")
 
         page.locator("table.calls-table tbody tr").first.locator("td a").first.click()
+        page.wait_for_load_state()
         # The newest call searched "rollout" in the thread: its plan, term by term.
         plan = page.locator(".plan-card li.plan-line").first
-        assert plan.is_visible()
+        expect(plan).to_be_visible()
         assert re.match(r"'rollout' \(.+\): scan, complete, [0-9.]+ ms$", plan.inner_text())
         screenshot(page, "12-tool-call-plan")
 
@@ -174,6 +183,7 @@ def test_compact_now_shows_the_outcome(browser, live_server, operator, deploy):
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/threads/{deploy.id}/")
         page.click("button:text('Compact now')")
+        page.wait_for_load_state()
         page.wait_for_selector("#compactions .status-succeeded")
         assert page.locator("#compactions .compaction").count() == 2
         assert Thread.objects.get(pk=deploy.pk).current_generation == 3
@@ -186,7 +196,7 @@ def test_an_operator_sees_no_isolation_toggle(browser, live_server, operator, de
     with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/threads/{deploy.id}/")
-        assert page.locator("#isolation").is_visible()
+        expect(page.locator("#isolation")).to_be_visible()
         assert page.locator("#isolation form").count() == 0
         assert page.locator("button", has_text="Isolate").count() == 0
         page.goto(f"{base}/console/messages/{message_id}/")
@@ -198,7 +208,7 @@ def test_a_user_who_is_not_staff_cannot_log_in(browser, live_server, owner):
     with chromium_page(browser) as page:
         login(page, live_server.url, "owner", "owner-password")
         assert "/console/login/" in page.url
-        assert page.locator(".error-box", has_text="for operators").is_visible()
+        expect(page.locator(".error-box", has_text="for operators")).to_be_visible()
         screenshot(page, "14-login-refused")
 
 
@@ -212,15 +222,15 @@ def test_the_compaction_list_follows_a_running_compaction(browser, live_server, 
     with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/threads/{deploy.id}/")
-        assert page.locator("#compactions .status-running").is_visible()
-        assert page.locator("#compactions .live-note").is_visible()
+        expect(page.locator("#compactions .status-running")).to_be_visible()
+        expect(page.locator("#compactions .live-note")).to_be_visible()
         assert page.locator("button:text('Compact now')").is_disabled()
         screenshot(page, "15-compaction-running")
 
         Compaction.objects.filter(pk=running.pk).update(status=Compaction.Status.FAILED, error="LLMTimeout: 60 s")
         page.wait_for_selector("#compactions .status-failed", timeout=15_000)  # no reload: the poll found it
-        assert page.locator("#compactions", has_text="LLMTimeout: 60 s").is_visible()
-        assert page.locator(".live-note", has_text="Compaction finished").is_visible()
+        expect(page.locator("#compactions", has_text="LLMTimeout: 60 s")).to_be_visible()
+        expect(page.locator(".live-note", has_text="Compaction finished")).to_be_visible()
         assert page.locator("button:text('Compact now')").is_enabled()
 
 
@@ -234,8 +244,9 @@ def test_a_huge_message_is_paged(browser, live_server, operator, deploy, setting
     with chromium_page(browser) as page:
         login(page, base, "operator", "operator-password")
         page.goto(f"{base}/console/messages/{message.id}/")
-        assert page.locator(".pager-where", has_text="Page 1 of 4").first.is_visible()
+        expect(page.locator(".pager-where", has_text="Page 1 of 4").first).to_be_visible()
         page.locator("a[rel=next]").first.click()
+        page.wait_for_load_state()
         assert "?page=2" in page.url
         shown = page.locator("pre.audit-content").inner_text()
         assert len(shown) <= CONTENT_PAGE_CHARS
@@ -243,5 +254,6 @@ def test_a_huge_message_is_paged(browser, live_server, operator, deploy, setting
         screenshot(page, "16-message-page-2", full_page=False)
 
         page.click("a:text('Read as the model')")
+        page.wait_for_load_state()
         assert page.locator("pre#tool-text").inner_text().startswith("[message_context_read] messageId=")
         screenshot(page, "17-message-as-the-model-reads-it", full_page=False)
