@@ -54,3 +54,20 @@ def test_its_vectors_are_the_packaged_graphs(packaged):
     # The similarities a ranking reads keep their order and nearly their values.
     assert rewritten[0] @ rewritten[1] == pytest.approx(original[0] @ original[1], abs=0.02)
     assert rewritten[0] @ rewritten[1] > 0.3 > rewritten[0] @ rewritten[2]
+
+
+def test_the_attention_nan_guards_are_dropped_and_the_vectors_do_not_move(packaged):
+    model = onnx.load(packaged)
+    guarded = model.SerializeToString()
+    nodes = list(model.graph.node)
+    kept = int8_graph._without_nan_guards(nodes)
+    del model.graph.node[:]
+    model.graph.node.extend(kept)
+    onnx.checker.check_model(model)
+
+    assert sum(n.op_type == "IsNaN" for n in nodes) == 6  # one a layer, after its softmax
+    assert [n.op_type for n in kept].count("IsNaN") == 0
+    assert len(nodes) - len(kept) == 12
+    assert "IsNaN" not in {n.op_type for n in onnx.load_from_string(int8_graph.rewritten(packaged)).graph.node}
+    texts = [*TEXTS, " ".join(["deploy"] * 300)]  # past the token limit too
+    assert np.array_equal(_vectors(model.SerializeToString(), texts), _vectors(guarded, texts))

@@ -122,6 +122,31 @@ def test_only_messages_search_may_ever_show_are_embedded_once(owner, embeddings)
     assert EmbeddingProgress.objects.get(thread=thread).embedded_seq == thread.next_seq - 1
 
 
+@pytest.mark.parametrize("remembered, sent", [(embedding_service.REMEMBERED_TEXTS, 1), (1, 2)])
+def test_a_text_met_again_in_a_run_is_embedded_once_while_the_run_remembers_it(
+    owner, embeddings, monkeypatch, remembered, sent
+):
+    monkeypatch.setattr(embedding_service, "PIECES_PER_BATCH", 1)  # each message a batch of its own
+    monkeypatch.setattr(embedding_service, "REMEMBERED_TEXTS", remembered)
+    thread = make_thread(owner, "ops")
+    read = "cat config/deploy.yaml\nreplicas: 3\nimage: registry.internal/web:1.42"
+    first, _, again = append(
+        thread,
+        {"role": "tool", "tool_call_id": "c1", "content": read},
+        {"role": "tool", "tool_call_id": "c2", "content": UNRELATED},
+        {"role": "tool", "tool_call_id": "c3", "content": read},  # the same file read again
+    )
+    embedded(thread)
+
+    texts = [text for body in embeddings.embedding_requests() for text in body["input"]]
+    assert texts.count(read) == sent and texts.count(UNRELATED) == 1
+    (vector_first,), (vector_again,) = (
+        Chunk.objects.filter(message=m).values_list("embedding", flat=True) for m in (first, again)
+    )
+    assert list(vector_first) == list(vector_again)
+    assert EmbeddingProgress.objects.get(thread=thread).chunks == 3
+
+
 def test_long_results_are_cut_into_overlapping_pieces_and_shown_as_windows(owner, embeddings):
     thread = make_thread(owner, "ops")
     filler = "-- " * 3_333  # 10,000 characters without a word: the fake's bag of words ignores them

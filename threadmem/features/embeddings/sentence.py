@@ -84,17 +84,14 @@ def embed(texts: list[str]) -> list[list[float]]:
     """One unit vector per text, in order (an empty text gets a zero vector: no direction, never a match)."""
     if not texts:
         return []
-    # A text met twice in one call is embedded once: an agent's session repeats its tool output (a file read again).
-    unique = list(dict.fromkeys(texts))
     # A search's query, once both halves are loaded: both at once (both leave the GIL), it waits for the slower.
     # Never while loading: a half importing its native library beside the other's scan of the loaded ones
     # deadlocks the process (the loader's lock and the GIL, each waiting for the other).
-    if len(unique) == 1 and ready():
-        pending = _beside.submit(minilm.embed, unique)
-        second = universal.embed(unique)
+    if len(texts) == 1 and ready():
+        pending = _beside.submit(minilm.embed, texts)
+        second = universal.embed(texts)
         first = pending.result()
     else:  # several texts (a worker's batch) stay on one core
-        first, second = minilm.embed(unique), universal.embed(unique)
+        first, second = minilm.embed(texts), universal.embed(texts)
     joined = np.concatenate([math.sqrt(MINILM_SHARE) * first, math.sqrt(1 - MINILM_SHARE) * second], axis=1)
-    at = {text: index for index, text in enumerate(unique)}
-    return joined[[at[text] for text in texts]].tolist()
+    return joined.tolist()

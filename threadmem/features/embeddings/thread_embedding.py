@@ -23,11 +23,12 @@ Isolation and supersession can change later and are applied when searching.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.db.models.functions import Greatest, Length
@@ -47,6 +48,10 @@ logger = logging.getLogger(__name__)
 PIECES_PER_BATCH = 256
 # Messages read per query while filling a batch.
 MESSAGES_PER_READ = 200
+# Texts a run remembers the vectors of, the latest: an agent's session repeats itself (a file read again, the same
+# command's output), and a text met again in the run is not embedded again. 2,048 of the sentence model's vectors
+# are ~15 MB.
+REMEMBERED_TEXTS = 2_048
 # pgvector indexes ``vector`` up to 2,000 dimensions and ``halfvec`` up to
 # 4,000; larger embeddings are ranked exactly.
 VECTOR_INDEX_MAX_DIMENSIONS = 2_000
@@ -144,13 +149,19 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     if progress is None:  # deleted, or being deleted
         return EmbedOutcome(thread_id=thread_id, model=model, embedded_seq=0, messages=0, chunks=0)
     after = progress.embedded_seq
+    remembered = _Remembered()
     try:
         while True:
             batch, through_seq, read, read_as = _next_batch(thread_id=thread_id, model=model, after=after)
             if read == 0:
                 break
             stored, through_seq = _store(
-                progress=progress, model=model, batch=batch, through_seq=through_seq, read_as=read_as
+                progress=progress,
+                model=model,
+                batch=batch,
+                through_seq=through_seq,
+                read_as=read_as,
+                remembered=remembered,
             )
             chunks_stored += stored
             messages_read += read
@@ -253,8 +264,37 @@ def _grown_since_read(read_as: ReadAs) -> int | None:
     return min(changed) if changed else None
 
 
+class _Remembered:
+    """The vectors of the texts a run embedded last (``REMEMBERED_TEXTS``), as float64 arrays: exact, and ~1/4 of
+    a list of floats."""
+
+    def __init__(self) -> None:
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def vectors(self, texts: list[str], *, model: str) -> list[list[float]]:
+        """One vector per text, in order: a text met earlier in the run (or twice here) is embedded once."""
+        missing = list(dict.fromkeys(text for text in texts if text not in self._vectors))
+        found = dict(zip(missing, choice.embed(missing, model=model) if missing else [], strict=True))
+        for text in texts:
+            if text not in found:
+                self._vectors.move_to_end(text)
+                found[text] = self._vectors[text].tolist()
+        vectors = [found[text] for text in texts]
+        for text in missing:
+            self._vectors[text] = np.asarray(found[text], dtype=np.float64)
+        while len(self._vectors) > REMEMBERED_TEXTS:
+            self._vectors.popitem(last=False)
+        return vectors
+
+
 def _store(
-    *, progress: EmbeddingProgress, model: str, batch: list[Chunk], through_seq: int, read_as: ReadAs
+    *,
+    progress: EmbeddingProgress,
+    model: str,
+    batch: list[Chunk],
+    through_seq: int,
+    read_as: ReadAs,
+    remembered: _Remembered,
 ) -> tuple[int, int]:
     """Embed and store the batch with the progress it makes; answer (pieces stored, the seq it runs through).
 
@@ -263,7 +303,7 @@ def _store(
     batch reads it as it is now.
     """
     if batch:
-        vectors = choice.embed([chunk.text for chunk in batch], model=model)
+        vectors = remembered.vectors([chunk.text for chunk in batch], model=model)
         dimensions = {len(vector) for vector in vectors}
         if len(dimensions) != 1:
             raise llm.LLMBadResponse(f"embeddings: vectors of different lengths in one answer: {sorted(dimensions)}")
