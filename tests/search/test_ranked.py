@@ -8,6 +8,7 @@ these tests commit (``transaction=True``).
 from __future__ import annotations
 
 import importlib
+import math
 import socket
 
 import pytest
@@ -78,6 +79,35 @@ def test_keyword_order_follows_bm25_on_a_fixed_corpus(owner, talk):
     # Two rare words and a shared one beat the shared one alone; the painting holds none.
     assert [pieces[chunk_id] for chunk_id, _ in ranked] == [messages["group"].id, messages["chat"].id]
     assert ranked[0][1] > ranked[1][1] > 0
+
+
+def bm25_idf(holders: int, total: int) -> float:
+    return math.log(1 + (total - holders + 0.5) / (holders + 0.5))
+
+
+def test_keyword_scores_are_the_same_bm25_on_both_databases_and_no_other_owners_data_moves_them(
+    owner, other, talk, static_model
+):
+    thread, messages = talk
+    scope = resolve_scope(user=owner, channel=thread.channel)
+
+    def scores() -> list[tuple[int, float]]:
+        ranked = keyword.rank(scope=scope, query="LGBTQ groups yesterday", model=static.STATIC_MODEL, limit=10)
+        pieces = dict(Chunk.objects.values_list("id", "message_id"))
+        return [(pieces[chunk_id], score) for chunk_id, score in ranked]
+
+    # Each word once a piece (at k1 0.6 a count of 1 weighs 1), so a score is its words' idf over the scope's 3
+    # pieces: "lgbtq" and "group" (the query's "groups", stemmed) in one, "yesterday" in two.
+    expected = [
+        (messages["group"].id, 2 * bm25_idf(1, 3) + bm25_idf(2, 3)),
+        (messages["chat"].id, bm25_idf(2, 3)),
+    ]
+    before = scores()
+    assert before == [(message, pytest.approx(score, abs=1e-9)) for message, score in expected]
+    theirs = make_thread(other, "talk")
+    append(theirs, *({"role": "user", "content": f"LGBTQ group meeting {n} yesterday"} for n in range(20)))
+    embedded(theirs)
+    assert scores() == before
 
 
 def meaning_ranking(*, scope, query: str, model: str, k: int) -> list:
@@ -301,7 +331,7 @@ def test_a_large_stores_global_ranking_leaves_its_common_words_out_and_keeps_the
     assert their_zebrafish.id in ranked_ids(other, question, None)
 
 
-@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite ranks with FTS5's bm25()")
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the kept keyword index is PostgreSQL's")
 @pytest.mark.parametrize("kept_max", [lexicon.KEPT_MAX_BYTES, 1])  # 1: every other scope's index dropped
 def test_a_threads_keyword_ranking_from_its_kept_index_is_the_databases(
     owner, admin, static_model, kept_max, monkeypatch

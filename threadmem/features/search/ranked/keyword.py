@@ -12,10 +12,14 @@ tool-argument leaves, at most 1,000 characters each), filtered by
   docs/search.md, "Ranked memory results"). Document frequencies are the
   scope's own; a global scope over a large table leaves its common lexemes
   out (LARGE_TABLE_PIECES).
-- SQLite: FTS5's ``bm25()`` over ``threadmem_chunk_fts`` (porter stemmer),
-  an OR of the query's words.
+- SQLite: FTS5's index over the same pieces (``threadmem_chunk_fts``, porter
+  stemmer). The query's words are cut and stemmed by FTS5's own tokenizer (a
+  connection's temporary FTS5 table), each stem's occurrences read from the
+  index (``fts5vocab``, one row an occurrence), and scored by the same BM25.
+  FTS5's ``bm25()`` would count the whole table, every owner's pieces: a
+  score would move with another owner's data, and the ranking with it.
 
-Both answer (chunk id, score), best first.
+Both answer (chunk id, score), best first: the same scores on both databases.
 """
 
 from __future__ import annotations
@@ -66,6 +70,15 @@ STOP_WORDS = frozenset(
     ).split()
 )
 _MAX_WORDS = 64
+# SQLite: a connection's temporary tables that stem a query as the index does and read the index's occurrences
+# (the piece lengths BM25 reads are 1: BM25_B is 0, a piece's length changes nothing).
+SQLITE_QUERY_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.threadmem_query_fts USING fts5("
+    "text, tokenize='porter unicode61 remove_diacritics 2')",  # the index's tokenizer (migration 0018)
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.threadmem_query_terms USING fts5vocab(temp, threadmem_query_fts, row)",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.threadmem_chunk_occurrences "
+    "USING fts5vocab(main, threadmem_chunk_fts, instance)",
+)
 
 
 def rank(*, scope: SearchScope, query: str, model: str, limit: int) -> list[tuple[int, float]]:
@@ -82,10 +95,11 @@ def rank_pieces(
     PostgreSQL they are ranked from the scope's keyword index kept in this process (``lexicon.py``).
     """
     if connection.vendor != "postgresql":
-        if held is not None:  # the ids this search read: a list SQLite checks each match against
-            return _rank_sqlite(*in_ids(connection.vendor, "f.id", held.ids.tolist()), query, limit=limit)
+        if held is not None:  # the ids this search read: a list SQLite checks each piece against
+            in_scope, params = in_ids(connection.vendor, "f.id", held.ids.tolist())
+            return _rank_sqlite(in_scope, params, query, limit=limit, total=len(held.ids))
         scope_sql, scope_params = _scope_pieces(scope, model).query.sql_with_params()
-        return _rank_sqlite(f"f.id IN ({scope_sql})", scope_params, query, limit=limit)
+        return _rank_sqlite(f"f.id IN ({scope_sql})", scope_params, query, limit=limit, total=None)
     return _rank_postgres(scope, model, query, limit=limit, held=held)
 
 
@@ -195,24 +209,49 @@ def bm25(rows: list[tuple], *, total: int) -> list[tuple[int, float]]:
     return sorted(scores.items(), key=lambda item: (-item[1], -item[0]))
 
 
-def _match_expression(query: str) -> str:
+def _query_words(query: str) -> list[str]:
     words = [word for word in dict.fromkeys(word.lower() for word in _WORD.findall(query)) if word not in STOP_WORDS]
-    words = words[:_MAX_WORDS]
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in words)
+    return words[:_MAX_WORDS]
 
 
-def _rank_sqlite(in_scope: str, scope_params: list, query: str, *, limit: int) -> list[tuple[int, int, float]]:
-    expression = _match_expression(query)
-    if not expression:
+def _sqlite_stems(cursor, words: list[str]) -> list[str]:
+    """``words`` as FTS5's tokenizer indexes them (the porter stemmer's terms), through a temporary FTS5 table.
+
+    Temporary tables are the connection's own: writing one takes no lock on the store.
+    """
+    for statement in SQLITE_QUERY_TABLES:
+        cursor.execute(statement)
+    cursor.execute("DELETE FROM temp.threadmem_query_fts")
+    cursor.execute("INSERT INTO temp.threadmem_query_fts(text) VALUES (%s)", [" ".join(words)])
+    cursor.execute("SELECT term FROM temp.threadmem_query_terms")
+    return [term for (term,) in cursor.fetchall()]
+
+
+def _rank_sqlite(
+    in_scope: str, scope_params: list, query: str, *, limit: int, total: int | None
+) -> list[tuple[int, int, float]]:
+    """BM25 of the scope's pieces holding a stem of the query; ``total``: the scope's pieces, counted if None."""
+    words = _query_words(query)
+    if not words:
         return []
     with connection.cursor() as cursor:
-        # bm25() is lower for better matches; the score shown is its negation. The match is materialized first:
-        # a rowid condition beside it would be pushed into FTS5, which then matches once per id of the scope.
+        stems = _sqlite_stems(cursor, words)
+        if not stems:
+            return []
+        # Each (piece, stem) with its count, from the index's occurrences; the scope's condition after (materialized
+        # first: pushed into the virtual table it would be checked once per occurrence of every stem).
         cursor.execute(
-            "WITH f AS MATERIALIZED (SELECT rowid AS id, -bm25(threadmem_chunk_fts) AS score "
-            "FROM threadmem_chunk_fts WHERE threadmem_chunk_fts MATCH %s) "
-            "SELECT f.id, c.message_id, f.score FROM f JOIN threadmem_chunk c ON c.id = f.id "
-            f"WHERE {in_scope} ORDER BY f.score DESC, f.id DESC LIMIT %s",
-            [expression, *scope_params, limit],
+            "WITH f AS MATERIALIZED (SELECT doc AS id, term, count(*) AS n FROM temp.threadmem_chunk_occurrences "
+            f"WHERE term IN ({', '.join(['%s'] * len(stems))}) GROUP BY doc, term) "
+            f"SELECT f.id, f.term, f.n, 1, c.message_id FROM f JOIN threadmem_chunk c ON c.id = f.id WHERE {in_scope} "
+            "LIMIT %s",
+            [*stems, *scope_params, MAX_ROWS],
         )
-        return [(row[0], row[1], float(row[2])) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+        if not rows:
+            return []
+        if total is None:
+            cursor.execute(f"SELECT count(*) FROM threadmem_chunk f WHERE {in_scope}", scope_params)
+            total = cursor.fetchone()[0]
+    messages = {row[0]: row[4] for row in rows}
+    return [(piece, messages[piece], score) for piece, score in bm25(rows, total=total)[:limit]]
