@@ -433,3 +433,15 @@ def test_the_pieces_details_are_read_by_id_from_a_table_of_ids_on_either_databas
     assert {row[0] for row in rows} == {chunks[0], chunks[-1]}
     assert set(rows) == set(expected)
     assert {row[1] for row in rows} <= {m.id for m in messages.values()}
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite stems a query through a temporary table")
+def test_sqlite_keeps_nothing_of_a_query_once_its_terms_are_read(owner, talk):
+    thread, messages = talk
+    scope = resolve_scope(user=owner, channel=thread.channel)
+
+    ((piece, _),) = keyword.rank(scope=scope, query="LGBTQ", model=static.STATIC_MODEL, limit=10)
+    assert Chunk.objects.get(pk=piece).message_id == messages["group"].id
+    with connection.cursor() as cursor:  # the connection the ranking read on
+        cursor.execute("SELECT count(*) FROM temp.threadmem_query_fts")
+        assert cursor.fetchone()[0] == 0

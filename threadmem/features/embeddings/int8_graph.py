@@ -14,6 +14,7 @@ docs/benchmarks.md, "The sentence model, the default").
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 
@@ -67,13 +68,10 @@ def _without_nan_guards(nodes: list[Any]) -> list[Any]:
 
     The guard zeroes a row whose every word piece is masked out; MiniLM embeds one text a pass with every word
     piece attended (``minilm._forward``), so no row ever is, and the guard only cost two passes over every
-    attention score (a tenth of the model's time).
+    attention score.
     """
     produced_by = {output: node for node in nodes for output in node.output}
-    read_by: dict[str, int] = {}
-    for node in nodes:
-        for name in node.input:
-            read_by[name] = read_by.get(name, 0) + 1
+    read_by = Counter(name for node in nodes for name in node.input)
     guarded: dict[str, str] = {}  # the guard's output -> the softmax output it guards
     dropped: set[int] = set()
     for node in nodes:

@@ -9,8 +9,8 @@ find more than either (``sentence.py``; docs/benchmarks.md).
 
 Its text is cut into word pieces by ``sentencepiece`` (Google's C++ library,
 Apache 2.0) reading the package's own vocabulary: the package's tokenizer is a
-pure-Python port of it giving the same pieces (a test holds them equal) at
-~1/40 of the speed, a tenth of an embedding run's time on long tool output.
+pure-Python port of it giving the same pieces (a test holds them equal), far
+slower on long tool output (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -217,14 +217,17 @@ def _query_words(query: str) -> list[str]:
 def _sqlite_stems(cursor, words: list[str]) -> list[str]:
     """``words`` as FTS5's tokenizer indexes them (the porter stemmer's terms), through a temporary FTS5 table.
 
-    Temporary tables are the connection's own: writing one takes no lock on the store.
+    Temporary tables are the connection's own: writing one takes no lock on the store. The query leaves with its
+    terms read: the connection keeps nothing of it.
     """
     for statement in SQLITE_QUERY_TABLES:
         cursor.execute(statement)
-    cursor.execute("DELETE FROM temp.threadmem_query_fts")
     cursor.execute("INSERT INTO temp.threadmem_query_fts(text) VALUES (%s)", [" ".join(words)])
-    cursor.execute("SELECT term FROM temp.threadmem_query_terms")
-    return [term for (term,) in cursor.fetchall()]
+    try:
+        cursor.execute("SELECT term FROM temp.threadmem_query_terms")
+        return [term for (term,) in cursor.fetchall()]
+    finally:
+        cursor.execute("DELETE FROM temp.threadmem_query_fts")
 
 
 def _rank_sqlite(
