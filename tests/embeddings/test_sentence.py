@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from tests.support.factories import append, make_thread
-from tests.support.semantic import EVIDENCE, PARAPHRASE, embedded, ranked_ids, semantic_part
+from tests.support.semantic import EVIDENCE, PARAPHRASE, STUDIO, STUDIO_QUERY, embedded, ranked_ids, semantic_part
 from threadmem.domain.scope import resolve_scope
 from threadmem.features.embeddings import choice, minilm, sentence, static, universal
 from threadmem.features.embeddings import thread_embedding as embedding_service
 from threadmem.features.search import search_memory
-from threadmem.features.search.ranked import keyword, lane, packing
+from threadmem.features.search.ranked import keyword, lane, packing, vectors
 from threadmem.models import Chunk, EmbeddingProgress
 
 DEPLOY = "The deploy failed because the database migration timed out."
@@ -324,3 +324,17 @@ def test_a_store_the_static_model_embedded_is_re_embedded_by_the_command_thread_
     assert backlogs.embedding_backlog(sentence.SENTENCE_MODEL)[1:] == (0, 0)
     assert Chunk.objects.filter(model=sentence.SENTENCE_MODEL).count() == 3
     assert Chunk.objects.filter(model=static.STATIC_MODEL).count() == 3  # kept for a host that goes back
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_keyword_ranking_reads_a_message_beside_its_neighbours_with_or_without_meaning(owner, sentence_model):
+    thread = make_thread(owner, "studio")
+    _, opening, crew, _, mirrors = append(thread, *STUDIO)
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel="studio")
+    held = vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL)
+
+    # No meaning ranking (the model loading, or keyword only): the sentence model's vectors place the pieces.
+    hits = lane.keyword_hits(scope=scope, query=STUDIO_QUERY, model=sentence.SENTENCE_MODEL, k=10, held=held)
+
+    assert [hit.message_id for hit in hits] == [opening.id, crew.id, mirrors.id]  # BM25 alone: mirrors before crew

@@ -1,5 +1,6 @@
-"""The meaning ranking in context (``ranked/context.py``): a message's neighbours in its thread lift it; they never
-list a message that says nothing of the query; with no weight it is the plain ranking."""
+"""Rankings in context (``ranked/context.py``): a message's neighbours in its thread lift it, by meaning and by
+keyword; they never list a message that says nothing of the query; with no weight it is the plain ranking; the
+meaning ranking breaks the keyword ranking's ties."""
 
 from __future__ import annotations
 
@@ -79,3 +80,25 @@ def test_a_kept_layout_does_not_keep_its_scopes_vectors_alive(scope):
 
     assert gone() is None
     assert key not in context._layouts  # nor its message ids
+
+
+def test_keyword_relevance_in_context_lifts_a_message_beside_a_strong_match(scope, monkeypatch):
+    monkeypatch.setattr(context, "CONTEXT_WEIGHT", 0.5)
+    ranked = [(6, 21, 5.0), (4, 12, 1.2), (7, 22, 1.0)]  # BM25's pieces: 22 and 12 each hold one query word
+
+    found = context.listed(context.keyword(pieces=scope, ranked=ranked, width=WIDTH), k=10, min_score=0.0)
+
+    assert found == [(21, 6, 5.0 + 0.5 * 1.0), (22, 7, 1.0 + 0.5 * 5.0), (12, 4, 1.2)]  # 20, beside 21, matches no word
+
+
+def test_the_meaning_ranking_breaks_keyword_ties_else_the_newest_message_first(scope, monkeypatch):
+    monkeypatch.setattr(context, "CONTEXT_WEIGHT", 0.0)
+    ranked = [(1, 10, 2.0), (4, 12, 2.0)]  # the same words, as often as each other, in as many words
+    keyword = context.keyword(pieces=scope, ranked=ranked, width=WIDTH)
+    meaning = context.meaning(pieces=scope, vector=unit(1.0))
+    monkeypatch.setattr(context, "CONTEXT_WEIGHT", 0.5)  # 10 sits beside 11 (0.90): nearer in meaning than 12
+    meaning_in_context = context.meaning(pieces=scope, vector=unit(1.0))
+
+    assert [m for m, _, _ in context.listed(keyword, k=10, min_score=0.0)] == [12, 10]
+    assert [m for m, _, _ in context.listed(keyword, k=10, min_score=0.0, ties=meaning)] == [12, 10]  # 0.5 each
+    assert [m for m, _, _ in context.listed(keyword, k=10, min_score=0.0, ties=meaning_in_context)] == [10, 12]

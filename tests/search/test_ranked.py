@@ -17,7 +17,7 @@ from django.db import connection
 
 from tests.support.factories import append, make_thread, open_generation
 from tests.support.search import literal_part_of
-from tests.support.semantic import embedded, listed_ids, ranked_ids, semantic_part
+from tests.support.semantic import STUDIO, STUDIO_QUERY, embedded, listed_ids, ranked_ids, semantic_part
 from threadmem.domain import services
 from threadmem.domain.scope import resolve_scope
 from threadmem.features.embeddings import retrieve, static
@@ -445,3 +445,21 @@ def test_sqlite_keeps_nothing_of_a_query_once_its_terms_are_read(owner, talk):
     with connection.cursor() as cursor:  # the connection the ranking read on
         cursor.execute("SELECT count(*) FROM temp.threadmem_query_fts")
         assert cursor.fetchone()[0] == 0
+
+
+def test_a_configured_models_keyword_ranking_counts_a_messages_neighbours(owner, fake_openai, settings):
+    settings.THREADMEM_EMBEDDING_MODEL = model = fake_openai.embedding_model
+    thread = make_thread(owner, "studio")
+    _, opening, crew, _, mirrors = append(thread, *STUDIO)
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel="studio")
+    held = vectors.scope_pieces(scope=scope, model=model)
+    _, meaning = lane.meaning_ranking(scope=scope, query=STUDIO_QUERY, model=model, k=10, held=held, read=True)
+
+    plain = lane.keyword_hits(scope=scope, query=STUDIO_QUERY, model=model, k=10, held=held)
+    in_context = lane.keyword_hits(scope=scope, query=STUDIO_QUERY, model=model, k=10, held=held, beside=meaning)
+
+    # BM25 alone puts the short turn first; beside the opening, the crew's turn goes before it. A configured
+    # model's width is known once its meaning ranking ran: without it, the plain ranking.
+    assert [hit.message_id for hit in plain] == [opening.id, mirrors.id, crew.id]
+    assert [hit.message_id for hit in in_context] == [opening.id, crew.id, mirrors.id]

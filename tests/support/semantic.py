@@ -16,6 +16,16 @@ from threadmem.features.search.answer_caps import SEMANTIC_HEADING
 
 EVIDENCE = "The postgres replica fell behind the primary by 40 seconds during the nightly backup."
 PARAPHRASE = "database replication lag"
+# A conversation whose keyword ranking in context differs from BM25 alone: the turn beside the opening holds one
+# query word in many words, the last turn one in few (BM25 puts it first); the first turn holds none.
+STUDIO_QUERY = "dance studio opening"
+STUDIO = (
+    {"role": "user", "content": "Guess what happened on Saturday!"},
+    {"role": "user", "content": "The dance studio opening was a party."},
+    {"role": "assistant", "content": "Everyone from the old studio crew came along with families and neighbours."},
+    {"role": "user", "content": "Then I bought groceries and cooked a big dinner for all of them."},
+    {"role": "assistant", "content": "The studio needs mirrors."},
+)
 
 
 def semantic_part(text: str) -> str:

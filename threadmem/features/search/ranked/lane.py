@@ -8,8 +8,9 @@ the pieces (``threadmem_chunk``) of the embedding model in force
 - meaning: cosine similarity of the piece's vector to the whole query's
   (``embeddings/retrieve.py``), at least a threshold;
 
-then collapses each ranking to messages (a message's best piece) and fuses
-them by weighted reciprocal rank: a message's score is the sum over the
+then collapses each ranking to messages (a message's best piece; with a
+sentence model or a configured one, each message beside its neighbours:
+``context.py``) and fuses them by weighted reciprocal rank: a message's score is the sum over the
 rankings of ``weight / (RRF_K + rank)``. The static model's meaning ranking
 weighs less than keywords (on LoCoMo it finds less: docs/search.md); a
 configured model's weighs the same. The answer is a ``RankedText``: the
@@ -164,16 +165,38 @@ def _by_message(pieces: list[tuple[int, int, float]]) -> list[Hit]:
 
 
 def keyword_hits(
-    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None
+    *,
+    scope: SearchScope,
+    query: str,
+    model: str,
+    k: int,
+    held: vectors.ScopePieces | None = None,
+    beside: context.Ranking | None = None,
 ) -> list[Hit]:
-    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, held=held)
-    return _by_message(ranked)[:k]
+    """``beside``: the meaning ranking in context of the same search, when it ran (it breaks this one's ties)."""
+    width = context_width(model, beside)
+    if held is None or width is None or not vectors.fits(len(held.ids), width):
+        ranked = keyword.rank_pieces(
+            scope=scope, query=query, model=model, limit=k * KEYWORD_PIECES_PER_RESULT, held=held
+        )
+        return _by_message(ranked)[:k]
+    # Every matched piece: a message's neighbours count whatever their own rank.
+    ranked = keyword.rank_pieces(scope=scope, query=query, model=model, limit=len(held.ids), held=held)
+    found = context.keyword(pieces=held, ranked=ranked, width=width, second_weight=second_weight(model))
+    return [Hit(*hit) for hit in context.listed(found, k=k, min_score=0.0, ties=beside)]
 
 
 def meaning_hits(
     *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
 ) -> list[Hit]:
     """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
+    return meaning_ranking(scope=scope, query=query, model=model, k=k, held=held, read=read)[0]
+
+
+def meaning_ranking(
+    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
+) -> tuple[list[Hit], context.Ranking | None]:
+    """``meaning_hits``, and the scope's messages ranked in context when this process ranked them so."""
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
     threshold = min_similarity(model)
@@ -182,12 +205,27 @@ def meaning_hits(
     if held is not None and vectors.fits(len(held.ids), len(vector)):
         if model == static.STATIC_MODEL:
             found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
-        else:  # a sentence model: each message beside its neighbours (context.py)
-            second = context.SECOND_CONTEXT_WEIGHT if model == sentence.SENTENCE_MODEL else 0.0
-            found = context.nearest(pieces=held, vector=vector, k=k, min_score=threshold, second_weight=second)
-        return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found]
+            return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found], None
+        # A sentence model: each message beside its neighbours (context.py).
+        ranking = context.meaning(pieces=held, vector=vector, second_weight=second_weight(model))
+        found = context.listed(ranking, k=k, min_score=threshold)
+        return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found], ranking
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
-    return [Hit(m.message_id, None, m.score, m) for m in matches]
+    return [Hit(m.message_id, None, m.score, m) for m in matches], None
+
+
+def second_weight(model: str) -> float:
+    """The share of the messages two before and two after in a ranking in context (the sentence model's only)."""
+    return context.SECOND_CONTEXT_WEIGHT if model == sentence.SENTENCE_MODEL else 0.0
+
+
+def context_width(model: str, beside: context.Ranking | None) -> int | None:
+    """The dimensions of the vectors a keyword ranking in context places its pieces among: those the meaning
+    ranking read, the sentence model's when it did not run (loading, or keyword only); None: no context (the
+    static model's lane is as it was tuned; a configured model's, once a query vector names its width)."""
+    if beside is not None:
+        return beside.held.matrix.shape[1]
+    return sentence.SENTENCE_DIMENSIONS if model == sentence.SENTENCE_MODEL else None
 
 
 def min_similarity(model: str) -> float:
@@ -292,18 +330,23 @@ def ranked_results(
     # The scope's pieces are read once, for both rankings: a thread's by one statement (vectors.py), a global
     # scope's kept per thread (spread.py); None when there are too many to hold: the database ranks them.
     held = (spread.global_pieces if scope.is_global else vectors.scope_pieces)(scope=scope, model=model)
-    by_keyword = keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held) if keyword_on else []
     note = ""
     if meaning_on and not choice.meaning_ready(model):
         meaning_on, note = False, FAILED_NOTE if choice.meaning_failed(model) else LOADING_NOTE
+    by_meaning: list[Hit] = []
+    in_context = None
     try:
-        by_meaning = (
-            meaning_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True)
-            if meaning_on
-            else []
-        )
+        if meaning_on:
+            by_meaning, in_context = meaning_ranking(
+                scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, read=True
+            )
     except llm.LLMError as error:  # the model server: the keyword ranking still stands
-        by_meaning, note = [], unavailable_note(error)
+        note = unavailable_note(error)
+    by_keyword = (
+        keyword_hits(scope=scope, query=text, model=model, k=RANKED_TOP_K, held=held, beside=in_context)
+        if keyword_on
+        else []
+    )
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
     fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
     if NEIGHBOURS_ON:

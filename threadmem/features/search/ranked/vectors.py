@@ -97,14 +97,18 @@ def fits(pieces: int, width: int) -> bool:
     return pieces * width * np.dtype(FLOAT32).itemsize <= CACHE_MAX_BYTES
 
 
+def held_scope(*, pieces: ScopePieces, width: int) -> Held:
+    """The scope's pieces held in this process with their vectors of ``width`` dimensions (read once)."""
+    return _vectors(key=(*pieces.key, width), ids=pieces.ids, width=width)
+
+
 def scored(*, pieces: ScopePieces, vector: list[float]) -> tuple[Held, np.ndarray] | None:
     """The scope's held vectors and each one's similarity to ``vector`` (-inf: never a match); None when there
     is nothing to score."""
     query = np.asarray(vector, dtype=FLOAT32)
-    ids = pieces.ids
-    held = _vectors(key=(*pieces.key, len(query)), ids=ids, width=len(query))
+    held = held_scope(pieces=pieces, width=len(query))
     norm = float(np.linalg.norm(query))
-    if not len(ids) or norm == 0:
+    if not len(pieces.ids) or norm == 0:
         return None
     return held, np.where(held.live, held.matrix @ (query / norm), -np.inf)
 
