@@ -12,8 +12,8 @@ message, it never brings in one that says nothing of the query.
 
 Both rankings are read so: meaning (a piece's similarity to the query) and
 keyword relevance (a piece's BM25, ``keyword.py``), whose ties the meaning
-ranking breaks. Tuned on LoCoMo's tune half (docs/benchmarks.md, "The meaning
-half's model" and "Keyword relevance in context").
+ranking breaks. Tuned on LoCoMo's tune half (docs/benchmarks.md,
+"The meaning half's model" and "Keyword relevance in context").
 
 The scope's pieces are grouped by message in (thread, seq) order once per
 held scope (``Layout``, kept beside the held vectors); each search then costs
