@@ -206,7 +206,7 @@ def meaning_ranking(
         if model == static.STATIC_MODEL:
             found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
             return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found], None
-        # A sentence model: each message beside its neighbours (context.py).
+        # A sentence model or a configured one: each message beside its neighbours (context.py).
         ranking = context.meaning(pieces=held, vector=vector, second_weight=second_weight(model))
         found = context.listed(ranking, k=k, min_score=threshold)
         return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found], ranking
