@@ -21,6 +21,11 @@ def unit(similarity: float) -> list[float]:
     return [similarity, float(np.sqrt(1 - similarity**2)), 0.0, 0.0]
 
 
+def ranked_in_context(scope) -> list[tuple[int, int, float]]:
+    """The meaning ranking in context, as the lane lists it."""
+    return context.listed(context.meaning(pieces=scope, vector=QUERY), k=10, min_score=0.3)
+
+
 @pytest.fixture
 def scope():
     """Two threads: (piece id, message id, thread, seq, similarity to the query)."""
@@ -52,7 +57,7 @@ def scope():
 def test_a_neighbour_close_to_the_query_lifts_a_message(scope, monkeypatch):
     monkeypatch.setattr(context, "CONTEXT_WEIGHT", 0.4)
 
-    found = context.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3)
+    found = ranked_in_context(scope)
 
     assert [(message, piece) for message, piece, _ in found] == [(21, 6), (11, 2), (22, 7), (10, 1), (12, 4)]
     scores = {message: score for message, _, score in found}
@@ -66,12 +71,12 @@ def test_without_a_weight_it_is_the_plain_ranking(scope, monkeypatch):
 
     plain = vectors.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3)
 
-    assert context.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3) == plain
+    assert ranked_in_context(scope) == plain
 
 
 def test_a_kept_layout_does_not_keep_its_scopes_vectors_alive(scope):
     held = vectors._held[(*scope.key, WIDTH)]
-    context.nearest(pieces=scope, vector=QUERY, k=10, min_score=0.3)
+    ranked_in_context(scope)
     gone, key = weakref.ref(held), id(held)
 
     del held

@@ -112,7 +112,8 @@ def test_keyword_scores_are_the_same_bm25_on_both_databases_and_no_other_owners_
 
 def meaning_ranking(*, scope, query: str, model: str, k: int) -> list:
     """The meaning ranking's messages with their best piece's details and similarity, best first."""
-    return [r.match for r in lane.with_details(lane.meaning_hits(scope=scope, query=query, model=model, k=k))]
+    hits, _ = lane.meaning_ranking(scope=scope, query=query, model=model, k=k)
+    return [r.match for r in lane.with_details(hits)]
 
 
 def test_meaning_ranks_by_the_static_model_above_its_threshold(owner, talk):

@@ -170,11 +170,3 @@ def listed(
         piece = shape.order[start + int(np.argmax(ranking.ordered[start : ends[at]]))]
         answer.append((int(shape.messages[at]), int(ranking.held.ids[piece]), float(total[at])))
     return answer
-
-
-def nearest(
-    *, pieces: vectors.ScopePieces, vector: list[float], k: int, min_score: float, second_weight: float = 0.0
-) -> list[tuple[int, int, float]]:
-    """(message id, its best piece's id, score) of the ``k`` best messages in context, best first;
-    ``second_weight``: the share of the better of the messages two before and two after."""
-    return listed(meaning(pieces=pieces, vector=vector, second_weight=second_weight), k=k, min_score=min_score)

@@ -186,17 +186,12 @@ def keyword_hits(
     return [Hit(*hit) for hit in context.listed(found, k=k, min_score=0.0, ties=beside)]
 
 
-def meaning_hits(
-    *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
-) -> list[Hit]:
-    """``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
-    return meaning_ranking(scope=scope, query=query, model=model, k=k, held=held, read=read)[0]
-
-
 def meaning_ranking(
     *, scope: SearchScope, query: str, model: str, k: int, held: vectors.ScopePieces | None = None, read: bool = False
 ) -> tuple[list[Hit], context.Ranking | None]:
-    """``meaning_hits``, and the scope's messages ranked in context when this process ranked them so."""
+    """The meaning ranking's messages, and the scope's messages ranked in context when this process ranked them so.
+
+    ``held``: the scope's pieces, when ``read`` already (None then: too many to hold)."""
     timeout = settings.THREADMEM_SEMANTIC_DEADLINE + CALL_GRACE_SECONDS
     (vector,) = choice.embed([query], model=model, timeout=timeout)
     threshold = min_similarity(model)
@@ -205,11 +200,11 @@ def meaning_ranking(
     if held is not None and vectors.fits(len(held.ids), len(vector)):
         if model == static.STATIC_MODEL:
             found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
-            return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found], None
+            return [Hit(*hit) for hit in found], None
         # A sentence model or a configured one: each message beside its neighbours (context.py).
         ranking = context.meaning(pieces=held, vector=vector, second_weight=second_weight(model))
         found = context.listed(ranking, k=k, min_score=threshold)
-        return [Hit(message_id, chunk_id, score) for message_id, chunk_id, score in found], ranking
+        return [Hit(*hit) for hit in found], ranking
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches], None
 
