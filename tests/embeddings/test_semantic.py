@@ -61,7 +61,7 @@ def test_a_paraphrase_that_literal_search_misses_is_found(owner, embeddings, cha
     # The match, then the message after it in its thread (ranked/neighbours.py).
     assert listed_ids(part) == {evidence.id, after.id}
     assert part.index(f"messageId={evidence.id} ") < part.index(f"messageId={after.id} ")
-    assert f"--- messageId={evidence.id} generation=1 role=tool" in part and "field=" not in part and "score=" in part
+    assert f"--- messageId={evidence.id} role=tool" in part and "field=" not in part and "score=" in part
     assert EVIDENCE in part
     assert ("channel=ops" in part) is (channel is None)
 

@@ -63,10 +63,26 @@ def test_a_described_question_ranks_the_turn_holding_its_rare_words_first(owner,
     assert ids[0] == messages["group"].id
     part = semantic_part(result.text)
     channel_named = "" if channel else " channel=talk"
-    # No session and the message's content: the entry names neither (the head says what that means).
-    assert f"--- messageId={messages['group'].id} generation=1 role=user{channel_named} score=" in part
-    assert "sessionId=" not in part and "field=" not in part and "without field is the message's content" in part
+    # No session, the current generation and the message's content: the entry names none (the head says so).
+    assert f"--- messageId={messages['group'].id} role=user{channel_named} score=" in part
+    assert "sessionId=" not in part and "generation=" not in part and "field=" not in part
+    assert "without generation is in its thread's current one, without field is the message's content" in part
     assert GROUP in part
+
+
+@pytest.mark.parametrize("channel", ["talk", None])
+def test_an_entry_names_its_generation_once_compacted(owner, talk, channel):
+    thread, messages = talk
+    open_generation(thread, "1. Primary request and intent: the kids' park day")
+    (later,) = append(thread, {"role": "user", "content": "Caroline: the LGBTQ support group meets again on Friday."})
+    embedded(thread)
+
+    part = semantic_part(search_memory(user=owner, query=QUESTION, channel=channel).text)
+
+    channel_named = "" if channel else " channel=talk"
+    # Generation 1 was compacted: the agent's context no longer holds it. Generation 2 is the live one.
+    assert f"--- messageId={messages['group'].id} generation=1 role=user{channel_named} score=" in part
+    assert f"--- messageId={later.id} role=user{channel_named} score=" in part
 
 
 def test_keyword_order_follows_bm25_on_a_fixed_corpus(owner, talk):
@@ -420,7 +436,7 @@ def test_an_entry_names_its_session_and_a_tool_argument_field(owner, static_mode
 
     part = semantic_part(search_memory(user=owner, query="why rotate the standby replica?", channel="ops").text)
 
-    assert f"--- messageId={call.id} sessionId=s-7 generation=1 role=assistant field=tool_args.note score=" in part
+    assert f"--- messageId={call.id} sessionId=s-7 role=assistant field=tool_args.note score=" in part
 
 
 def test_the_pieces_details_are_read_by_id_from_a_table_of_ids_on_either_database(owner, talk):

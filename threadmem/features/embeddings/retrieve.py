@@ -63,13 +63,14 @@ DETAIL_FIELDS = (
     "text",
     "message__thread_id",
     "message__seq",
+    "message__thread__current_generation",
 )
 
 
 # DETAIL_FIELDS as one statement's columns, for the lane's hot path (the ORM's compile costs more than the read).
 DETAIL_COLUMNS = (
     "c.id, c.message_id, t.channel, m.session_id, m.generation, m.role, c.field, c.start, c.end_of_field, "
-    "c.text, m.thread_id, m.seq"
+    "c.text, m.thread_id, m.seq, t.current_generation"
 )
 DETAIL_JOINS = "JOIN threadmem_message m ON m.id = c.message_id JOIN threadmem_thread t ON t.id = m.thread_id"
 
@@ -109,6 +110,7 @@ class Match:
     text: str
     thread_id: int
     seq: int  # the message's place in its thread
+    thread_generation: int  # its thread's current generation: the one not compacted yet
     score: float  # cosine similarity to the query
 
 

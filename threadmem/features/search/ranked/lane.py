@@ -79,7 +79,8 @@ NO_MODEL = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to 
 HEAD = (
     f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
     "its thread's messages just before and after it (messages the literal part lists are not repeated; an entry "
-    f"without sessionId has none, without field is the message's {CONTENT_FIELD}):"
+    f"without sessionId has none, without generation is in its thread's current one, without field is the "
+    f"message's {CONTENT_FIELD}):"
 )
 # While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
 LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
@@ -304,9 +305,11 @@ def entry_text(ranked: Ranked, *, weights: dict[str, float], with_channel: bool,
     window = window_of(match, weights, width=width, lead=lead)
     # What most entries would repeat is left out (the head says so): the room goes to more messages.
     session = f" sessionId={one_line(match.session_id)}" if match.session_id else ""
+    # A generation is named once compacted: what the agent's context no longer holds.
+    generation = f" generation={match.generation}" if match.generation != match.thread_generation else ""
     field = f" field={one_line(match.field)}" if match.field != CONTENT_FIELD else ""
     return (
-        f"--- messageId={match.message_id}{session} generation={match.generation} role={match.role}{field}{channel} "
+        f"--- messageId={match.message_id}{session}{generation} role={match.role}{field}{channel} "
         f"score={ranked.score * 100:.{SCORE_DIGITS}f}\n{window.render(head_mark=HEAD_MARK, tail_mark=TAIL_MARK)}"
     )
 
