@@ -77,14 +77,14 @@ def test_without_a_weight_it_is_the_plain_ranking(scope, monkeypatch):
 def test_a_kept_layout_does_not_keep_its_scopes_vectors_alive(scope):
     held = vectors._held[(*scope.key, WIDTH)]
     ranked_in_context(scope)
-    gone, key = weakref.ref(held), id(held)
+    gone, layout_gone = weakref.ref(held), weakref.ref(context.layout(held))
 
     del held
     vectors.clear()  # vectors.py drops the scope (its byte cap, or a newer read of it)
     gc.collect()
 
     assert gone() is None
-    assert key not in context._layouts  # nor its message ids
+    assert layout_gone() is None  # nor its message ids
 
 
 def test_keyword_relevance_in_context_lifts_a_message_beside_a_strong_match(scope, monkeypatch):

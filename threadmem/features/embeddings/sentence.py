@@ -29,6 +29,8 @@ SENTENCE_MODEL = "all-MiniLM-L6-v2+USE-multilingual-v3"
 SENTENCE_DIMENSIONS = minilm.MINILM_DIMENSIONS + universal.UNIVERSAL_DIMENSIONS
 # MiniLM's share of the joined cosine (the rest is the encoder's), tuned on LoCoMo's tune half.
 MINILM_SHARE = 0.5
+# The joined vector's parts: (width, share of the cosine), in order (search/ranked/common.py reads each apart).
+PARTS = ((minilm.MINILM_DIMENSIONS, MINILM_SHARE), (universal.UNIVERSAL_DIMENSIONS, 1 - MINILM_SHARE))
 
 logger = logging.getLogger(__name__)
 

@@ -22,20 +22,16 @@ a few array passes over the scope's scores.
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
-from threadmem.features.search.ranked import vectors
+from threadmem.features.search.ranked import common, vectors
 
 # The neighbour's share of a message's score, for a sentence model and a configured one (the static model's
 # ranking is left as it was tuned: 0); the second neighbour's (seq ± 2), for the sentence model only (tuned with it).
 CONTEXT_WEIGHT = 0.5
 SECOND_CONTEXT_WEIGHT = 0.25
-# Layouts kept, one per held scope (a few arrays as long as its scope's pieces: ~2 MB at 60,000).
-KEPT_LAYOUTS = 8
 
 
 @dataclass(frozen=True)
@@ -47,18 +43,12 @@ class Layout:
     after: np.ndarray  # the index of the message just after it (-1: none)
 
 
-_lock = threading.RLock()  # a scope freed while a layout is stored drops its entry in this thread
-# By the held scope's id, with a weak reference to it: a layout never keeps a scope's vectors alive past vectors.py's
-# byte cap.
-_layouts: dict[int, tuple[weakref.ref, Layout]] = {}
-
-
 def layout(held: vectors.Held) -> Layout:
     """``held``'s pieces by message in thread order, computed once per held scope."""
-    with _lock:
-        kept = _layouts.get(id(held))
-    if kept is not None and kept[0]() is held:
-        return kept[1]
+    return vectors.derived(held, "layout", lambda: _layout(held))
+
+
+def _layout(held: vectors.Held) -> Layout:
     threads = held.threads if held.threads is not None else np.zeros(len(held.ids), dtype=np.int64)
     seqs = held.seqs if held.seqs is not None else np.zeros(len(held.ids), dtype=np.int64)
     order = np.lexsort((held.messages, seqs, threads))
@@ -71,19 +61,7 @@ def layout(held: vectors.Held) -> Layout:
     after = np.full(len(starts), -1, dtype=np.int64)
     before[1:][follows] = index[:-1][follows]
     after[:-1][follows] = index[1:][follows]
-    found = Layout(order=order, starts=starts, messages=grouped[starts], before=before, after=after)
-    key = id(held)
-    with _lock:
-        if len(_layouts) >= KEPT_LAYOUTS:
-            _layouts.pop(next(iter(_layouts)))
-        # Dropped with its scope (a deleted thread's ids do not outlive the vectors vectors.py forgets).
-        _layouts[key] = (weakref.ref(held, lambda _: _forget(key)), found)
-    return found
-
-
-def _forget(key: int) -> None:
-    with _lock:
-        _layouts.pop(key, None)
+    return Layout(order=order, starts=starts, messages=grouped[starts], before=before, after=after)
 
 
 @dataclass(frozen=True)
@@ -119,10 +97,21 @@ def _ranking(held: vectors.Held, scores: np.ndarray, *, second_weight: float, ne
     return Ranking(held=held, shape=shape, ordered=ordered, own=own, total=total, newest_first=newest_first)
 
 
-def meaning(*, pieces: vectors.ScopePieces, vector: list[float], second_weight: float = 0.0) -> Ranking | None:
+def meaning(
+    *,
+    pieces: vectors.ScopePieces,
+    vector: list[float],
+    second_weight: float = 0.0,
+    parts: tuple[tuple[int, float], ...] | None = None,
+) -> Ranking | None:
     """The scope's messages by their similarity to ``vector`` in context; None when there is nothing to score.
-    ``second_weight``: the share of the better of the messages two before and two after."""
-    found = vectors.scored(pieces=pieces, vector=vector)
+    ``second_weight``: the share of the better of the messages two before and two after; ``parts``: the model's
+    parts, each read without the scope's common direction (``common.py``), else the plain cosine."""
+    if parts is None:
+        found = vectors.scored(pieces=pieces, vector=vector)
+    else:
+        held = vectors.held_scope(pieces=pieces, width=len(vector))
+        found = (held, common.scored(held, vector, parts)) if len(held.ids) and any(vector) else None
     if found is None:
         return None
     held, scores = found

@@ -61,11 +61,11 @@ MAX_POSITIONS = 20
 # Reciprocal rank fusion's constant, tuned on LoCoMo (docs/search.md, "How the 12,000 characters are shared").
 RRF_K = 10
 # Meaning's weight in the fusion and its similarity threshold, for the static
-# model, the sentence model and a configured one (the sentence model's cosine
-# averages two models': its evidence sits lower, docs/benchmarks.md).
+# model, the sentence model and a configured one (the sentence model's cosine is
+# read without the scope's common direction, common.py: near 0 for what is unrelated).
 STATIC_MEANING_WEIGHT = 0.5
 STATIC_MIN_SIMILARITY = 0.3
-SENTENCE_MIN_SIMILARITY = 0.2
+SENTENCE_MIN_SIMILARITY = 0.05
 CONFIGURED_MEANING_WEIGHT = 1.0
 CONFIGURED_MIN_SIMILARITY = 0.3
 # A model server's call may outlive the search's deadline by this much.
@@ -203,7 +203,9 @@ def meaning_ranking(
             found = vectors.nearest(pieces=held, vector=vector, k=k, min_score=threshold)
             return [Hit(*hit) for hit in found], None
         # A sentence model or a configured one: each message beside its neighbours (context.py).
-        ranking = context.meaning(pieces=held, vector=vector, second_weight=second_weight(model))
+        ranking = context.meaning(
+            pieces=held, vector=vector, second_weight=second_weight(model), parts=common_parts(model)
+        )
         found = context.listed(ranking, k=k, min_score=threshold)
         return [Hit(*hit) for hit in found], ranking
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
@@ -213,6 +215,12 @@ def meaning_ranking(
 def second_weight(model: str) -> float:
     """The share of the messages two before and two after in a ranking in context (the sentence model's only)."""
     return context.SECOND_CONTEXT_WEIGHT if model == sentence.SENTENCE_MODEL else 0.0
+
+
+def common_parts(model: str) -> tuple[tuple[int, float], ...] | None:
+    """The parts of ``model``'s vector read without the scope's common direction (``common.py``): the sentence
+    model's, where it was measured; None: the plain cosine."""
+    return sentence.PARTS if model == sentence.SENTENCE_MODEL else None
 
 
 def context_width(model: str, beside: context.Ranking | None) -> int | None:

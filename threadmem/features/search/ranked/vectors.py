@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -49,10 +51,25 @@ class Held:
     # Each chunk's message's thread and seq: where it sits among its thread's messages (``context.py``).
     threads: np.ndarray | None = None
     seqs: np.ndarray | None = None
+    # What rankings derive from these vectors once (context.py's layout, common.py's direction): kept with them,
+    # gone with them (a scope read again with other pieces is another Held).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 _lock = threading.Lock()
 _held: OrderedDict[tuple, Held] = OrderedDict()
+_deriving = threading.Lock()
+T = TypeVar("T")
+
+
+def derived(held: Held, name: str, compute: Callable[[], T]) -> T:
+    """``compute()``, once per held scope (two searches at once may both compute it; one result is kept)."""
+    with _deriving:
+        if name in held.derived:
+            return held.derived[name]
+    value = compute()
+    with _deriving:
+        return held.derived.setdefault(name, value)
 
 
 def clear() -> None:
