@@ -96,7 +96,7 @@ def _first_direction(rows: np.ndarray) -> np.ndarray:
     for _ in range(ITERATIONS):
         basis = np.linalg.qr(rows.T @ (rows @ basis))[0]
     projected = rows @ basis
-    values, vectors_ = np.linalg.eigh(projected.T.astype(np.float64) @ projected)
+    values, eigenvectors = np.linalg.eigh(projected.T.astype(np.float64) @ projected)
     if values[-1] <= 0:
         return np.zeros(width)
-    return basis.astype(np.float64) @ vectors_[:, -1]
+    return basis.astype(np.float64) @ eigenvectors[:, -1]
