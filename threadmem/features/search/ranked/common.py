@@ -13,8 +13,10 @@ towards the plain cosine.
 
 Computed once per held scope (``vectors.derived``): a mean, a direction found
 by subspace iteration over at most ``SAMPLE_ROWS`` pieces, and each piece's length
-once read so. A query then costs the product it cost before. Tuned on
-LoCoMo's tune half (docs/benchmarks.md, "The scope's common direction").
+once read so. A query then costs the product it cost before. A scope too
+large to hold (``vectors.CACHE_MAX_PIECES``) is ranked by the database's plain
+cosine (``embeddings/retrieve.py``), at the same threshold. Tuned on LoCoMo's
+tune half (docs/benchmarks.md, "The scope's common direction").
 """
 
 from __future__ import annotations
