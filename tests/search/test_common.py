@@ -107,3 +107,11 @@ def test_it_is_computed_once_per_held_scope():
     common.scored(held, list(held.matrix[1]), PARTS)
 
     assert len(kept) == 1 and all(held.derived[name] is part for name, part in kept.items())
+
+
+def test_a_query_reads_the_same_whatever_its_length():
+    random = np.random.default_rng(4)
+    held = held_of(np.array([joined(random.normal(1.0, 0.3, 3), random.normal(0.5, 0.4, 4)) for _ in range(200)]))
+    query = joined(random.normal(0.0, 1.0, 3), random.normal(0.0, 1.0, 4))
+
+    assert common.scored(held, list(3 * query), PARTS) == pytest.approx(common.scored(held, list(query), PARTS))
