@@ -16,7 +16,7 @@ from threadmem.domain.scope import resolve_scope
 from threadmem.features.embeddings import choice, minilm, sentence, static, universal
 from threadmem.features.embeddings import thread_embedding as embedding_service
 from threadmem.features.search import search_memory
-from threadmem.features.search.ranked import common, keyword, lane, packing, vectors
+from threadmem.features.search.ranked import common, feedback, keyword, lane, packing, vectors
 from threadmem.models import Chunk, EmbeddingProgress
 
 DEPLOY = "The deploy failed because the database migration timed out."
@@ -341,7 +341,7 @@ def test_the_keyword_ranking_reads_a_message_beside_its_neighbours_with_or_witho
 
 
 @pytest.mark.django_db(transaction=True)
-def test_its_meaning_ranking_reads_each_part_without_the_scopes_common_direction(owner, sentence_model):
+def test_its_meaning_ranking_reads_each_part_without_the_scopes_common_direction_refined(owner, sentence_model):
     thread = make_thread(owner, "studio")
     append(thread, *STUDIO)
     embedded(thread)
@@ -354,7 +354,8 @@ def test_its_meaning_ranking_reads_each_part_without_the_scopes_common_direction
 
     (vector,) = choice.embed([STUDIO_QUERY], model=sentence.SENTENCE_MODEL)
     pieces = ranking.held
-    expected = common.scored(pieces, vector, sentence.PARTS)[ranking.shape.order]
+    refined = feedback.refined(pieces, vector, lambda asked: common.scored(pieces, asked, sentence.PARTS))
+    expected = refined[ranking.shape.order]
     plain = (pieces.matrix @ np.asarray(vector, dtype=np.float32))[ranking.shape.order]
     assert ranking.ordered == pytest.approx(expected, abs=1e-6)
     assert np.abs(ranking.ordered - plain).max() > 1e-3  # five pieces: shrunk towards the plain cosine, not it
