@@ -202,8 +202,40 @@ def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner,
     assert loading.startswith(f"{lane.LOADING_NOTE}\n{lane.KEYWORD_HEAD}\n")
     assert f"messageId={evidence.id} " not in loading  # the paraphrase has no word in common: meaning finds it
     assert sentence.ready()
-    assert loaded.startswith(f"{lane.HEAD}\n--- messageId=")
+    assert loaded.startswith(f"{lane.CONTEXT_HEAD}\n--- messageId=")
     assert f"messageId={evidence.id} " in loaded
+
+
+@pytest.mark.django_db(transaction=True)
+def test_neighbours_follow_their_hit_only_without_a_meaning_ranking_in_context(owner, sentence_model):
+    thread = make_thread(owner, "studio")
+    messages = append(thread, *STUDIO)
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel="studio")
+    held = vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL)
+    by_meaning, in_context = lane.meaning_ranking(
+        scope=scope, query=STUDIO_QUERY, model=sentence.SENTENCE_MODEL, k=lane.RANKED_TOP_K, held=held, read=True
+    )
+    by_keyword = lane.keyword_hits(
+        scope=scope,
+        query=STUDIO_QUERY,
+        model=sentence.SENTENCE_MODEL,
+        k=lane.RANKED_TOP_K,
+        held=held,
+        beside=in_context,
+    )
+
+    both = lane.ranked_results(scope=scope, query=STUDIO_QUERY, terms=[])
+    keyword_only = lane.ranked_results(scope=scope, query=STUDIO_QUERY, terms=[], meaning_on=False)
+
+    fused = [hit.message_id for hit in lane.fuse(by_keyword, by_meaning)]
+    assert both.startswith(f"{lane.CONTEXT_HEAD}\n")
+    assert [entry.message_id for entry in both.entries] == fused  # the fused order: no neighbour moved up
+    # The keyword ranking alone lists the turns holding a query word; the opening's neighbours follow it.
+    opening = messages[1].id
+    assert by_keyword[0].message_id == opening
+    assert keyword_only.startswith(f"{lane.HEAD}\n")
+    assert [entry.message_id for entry in keyword_only.entries][:3] == [opening, messages[0].id, messages[2].id]
 
 
 def test_a_web_process_starts_loading_it_as_it_starts():

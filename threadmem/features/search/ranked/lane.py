@@ -54,7 +54,8 @@ RANKED_TOP_K = 150
 # into its best one; a conversation's turns are one piece each).
 KEYWORD_PIECES_PER_RESULT = 2
 SCORE_DIGITS = 2
-# Whether the best messages' neighbours are listed with them (neighbours.py); off only to measure what they add.
+# Whether the best messages' neighbours are listed with them where they are (lists_neighbours); off only to
+# measure what they add.
 NEIGHBOURS_ON = True
 # Occurrences of one query word looked at in a piece (a window is placed at one of them).
 MAX_POSITIONS = 20
@@ -76,11 +77,19 @@ NOTE_ERROR_CHARS = 300
 CONTENT_FIELD = "content"
 NO_MATCH = "No messages match the query by keyword or by meaning."
 NO_MODEL = "Semantic search is not configured (set THREADMEM_EMBEDDING_MODEL to rank messages by meaning)."
+_HEAD_END = (
+    "(messages the literal part lists are not repeated; an entry without sessionId has none, without generation is "
+    f"in its thread's current one, without field is the message's {CONTENT_FIELD}):"
+)
 HEAD = (
     f"Ranked by keyword relevance and meaning, best first, each of the best {neighbours.NEIGHBOURS_OF} followed by "
-    "its thread's messages just before and after it (messages the literal part lists are not repeated; an entry "
-    f"without sessionId has none, without generation is in its thread's current one, without field is the "
-    f"message's {CONTENT_FIELD}):"
+    f"its thread's messages just before and after it {_HEAD_END}"
+)
+# When the sentence model's meaning ranking read each message beside its neighbours (context.py): none is listed
+# after another.
+CONTEXT_HEAD = (
+    "Ranked by keyword relevance and meaning, best first, each message scored beside its thread's messages just "
+    f"before and after it {_HEAD_END}"
 )
 # While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
 LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
@@ -210,6 +219,15 @@ def meaning_ranking(
         return [Hit(*hit) for hit in found], ranking
     matches = retrieve.nearest(scope=scope, vector=vector, model=model, k=k, min_score=threshold)
     return [Hit(m.message_id, None, m.score, m) for m in matches], None
+
+
+def lists_neighbours(model: str, in_context: context.Ranking | None) -> bool:
+    """Whether the best messages are followed by their neighbours (``neighbours.py``): not after the sentence
+    model's meaning ranking in context, which lists a hit's neighbours near it by their own scores (each counts a
+    share of the hit's; its threshold lets in any message near the question). A keyword ranking alone lists only
+    messages holding a query word, so the turn that answers without one comes as a neighbour; the static model's
+    and a configured model's lanes are as they were tuned (docs/benchmarks.md, "Neighbours, once ranked in context")."""
+    return NEIGHBOURS_ON and (in_context is None or model != sentence.SENTENCE_MODEL)
 
 
 def second_weight(model: str) -> float:
@@ -355,7 +373,8 @@ def ranked_results(
     )
     weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
     fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
-    if NEIGHBOURS_ON:
+    listed_beside = lists_neighbours(model, in_context)
+    if listed_beside:
         fused = neighbours.with_neighbours(fused, scope=scope, model=model, held=held)
     notes = "\n".join(line for line in (note, backlog_note(scope, model)) if line)
     if not fused:
@@ -383,7 +402,7 @@ def ranked_results(
             [r.match.thread_id for r in fused], with_project=scope.project is not None
         )
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
-    head = KEYWORD_HEAD if note in (LOADING_NOTE, FAILED_NOTE) else HEAD
+    head = KEYWORD_HEAD if note in (LOADING_NOTE, FAILED_NOTE) else HEAD if listed_beside else CONTEXT_HEAD
     return RankedText.of(f"{notes}\n{head}" if notes else head, entries, note=notes, thread_lines=lines)
 
 

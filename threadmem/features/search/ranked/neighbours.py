@@ -2,11 +2,12 @@
 
 A ranked message rarely stands alone: in a conversation the turn before a
 hit asks what it answers, the turn after answers what it asks; in an agent's
-thread a tool result follows its call. The best ``NEIGHBOURS_OF`` ranked
-messages are each followed by the scope's messages just before and just
-after them in their thread (seq ± 1, when the scope may show them and they
-are not listed earlier), each with the score of the message it neighbours
-(docs/search.md, "Ranked memory results").
+thread a tool result follows its call. Unless the sentence model's meaning
+ranking read the messages in context (``lane.lists_neighbours``), the best
+``NEIGHBOURS_OF`` ranked messages are each followed by the scope's messages
+just before and just after them in their thread (seq ± 1, when the scope may
+show them and they are not listed earlier), each with the score of the
+message it neighbours (docs/search.md, "Ranked memory results").
 """
 
 from __future__ import annotations
