@@ -49,11 +49,16 @@ class Part:
     lengths: np.ndarray  # each piece's length, centred and without the direction
 
 
-def scored(held: vectors.Held, vector: list[float], parts: tuple[tuple[int, float], ...]) -> np.ndarray:
+def unit(vector: list[float] | np.ndarray) -> np.ndarray:
+    """``vector`` as a unit vector, as the held rows are (vectors.py)."""
+    query = np.asarray(vector, dtype=np.float64)
+    return query / max(float(np.linalg.norm(query)), 1e-12)
+
+
+def scored(held: vectors.Held, vector: list[float] | np.ndarray, parts: tuple[tuple[int, float], ...]) -> np.ndarray:
     """Each held piece's similarity to ``vector`` without the scope's common direction (-inf: never a match);
     ``parts``: the model's (width, share of the similarity), in the vector's order."""
-    query = np.asarray(vector, dtype=np.float64)
-    query /= max(float(np.linalg.norm(query)), 1e-12)  # a unit vector, as the held rows are (vectors.py)
+    query = unit(vector)
     total = np.zeros(len(held.ids))
     for part in vectors.derived(held, f"common{parts}", lambda: _parts(held, parts)):
         centred = query[part.start : part.stop] - part.mean

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from threadmem.features.search.ranked import vectors
+from threadmem.features.search.ranked import common, vectors
 
 FEEDBACK_PIECES = 3
 FEEDBACK_WEIGHT = 0.5
@@ -33,7 +33,9 @@ THREAD_PIECES = 5
 THREAD_WEIGHT = 1.0
 
 
-def refined(held: vectors.Held, vector: list[float], score: Callable[[list[float]], np.ndarray]) -> np.ndarray:
+def refined(
+    held: vectors.Held, vector: list[float], score: Callable[[list[float] | np.ndarray], np.ndarray]
+) -> np.ndarray:
     """``score(vector)`` (each held piece's similarity, -inf: never a match) refined by its best pieces."""
     scores = score(vector)
     groups, count = _threads(held)
@@ -43,10 +45,7 @@ def refined(held: vectors.Held, vector: list[float], score: Callable[[list[float
     if len(live) <= FEEDBACK_PIECES:
         return scores
     best = live[np.argpartition(-scores[live], FEEDBACK_PIECES - 1)[:FEEDBACK_PIECES]]
-    query = np.asarray(vector, dtype=np.float64)
-    query /= max(float(np.linalg.norm(query)), 1e-12)
-    moved = query + FEEDBACK_WEIGHT * held.matrix[best].astype(np.float64).mean(axis=0)
-    return score(moved.tolist())
+    return score(common.unit(vector) + FEEDBACK_WEIGHT * held.matrix[best].astype(np.float64).mean(axis=0))
 
 
 def _threads(held: vectors.Held) -> tuple[np.ndarray, int]:
