@@ -68,10 +68,11 @@ def lane_memory() -> str:
 
     from threadmem.features.search.ranked import lexicon, spread, vectors
 
-    held = sum(h.matrix.nbytes + h.ids.nbytes + h.messages.nbytes for h in vectors._held.values())
+    held = sum(vectors.held_bytes(h) + h.ids.nbytes + h.messages.nbytes for h in vectors._held.values())
     indexed = sum(kept.bytes() for kept in lexicon._kept.values())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return (
-        f"kept: vectors {held / 2**20:.0f} MB ({len(vectors._held)} scopes), keyword index ~{indexed / 2**20:.0f} MB "
+        f"kept: vectors {held / 2**20:.0f} MB, sentences' included ({len(vectors._held)} scopes), "
+        f"keyword index ~{indexed / 2**20:.0f} MB "
         f"({len(lexicon._kept)} scopes), thread pieces {spread._kept_pieces:,}; peak resident size {peak:.0f} MB"
     )

@@ -13,15 +13,16 @@ import pytest
 from tests.support.factories import append, make_thread
 from tests.support.semantic import EVIDENCE, PARAPHRASE, STUDIO, STUDIO_QUERY, embedded, ranked_ids, semantic_part
 from threadmem.domain.scope import resolve_scope
-from threadmem.features.embeddings import choice, minilm, sentence, static, universal
+from threadmem.features.embeddings import choice, chunks, minilm, sentence, static, universal
 from threadmem.features.embeddings import thread_embedding as embedding_service
 from threadmem.features.search import search_memory
-from threadmem.features.search.ranked import common, feedback, keyword, lane, packing, vectors
+from threadmem.features.search.ranked import common, feedback, keyword, lane, packing, sentences, vectors
 from threadmem.models import Chunk, EmbeddingProgress
 
 DEPLOY = "The deploy failed because the database migration timed out."
 RELEASE = "Why did the release break? The schema change ran too long."
 CAT = "My cat likes to sleep in the sun on the balcony."
+TWO_THINGS = "Rest assured, I will cherish it! On another note, I finished a bookmark for a lady at my writing club."
 ROOT = Path(__file__).resolve().parents[2]
 # A host without the model's packages, as the process sees it: importing any of them fails.
 WITHOUT_PACKAGES = """
@@ -375,7 +376,7 @@ def test_the_keyword_ranking_reads_a_message_beside_its_neighbours_with_or_witho
 @pytest.mark.django_db(transaction=True)
 def test_its_meaning_ranking_reads_each_part_without_the_scopes_common_direction_refined(owner, sentence_model):
     thread = make_thread(owner, "studio")
-    append(thread, *STUDIO)
+    append(thread, *STUDIO, {"role": "user", "content": TWO_THINGS})
     embedded(thread)
     scope = resolve_scope(user=owner, channel="studio")
     held = vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL)
@@ -386,8 +387,102 @@ def test_its_meaning_ranking_reads_each_part_without_the_scopes_common_direction
 
     (vector,) = choice.embed([STUDIO_QUERY], model=sentence.SENTENCE_MODEL)
     pieces = ranking.held
-    refined = feedback.refined(pieces, vector, lambda asked: common.scored(pieces, asked, sentence.PARTS))
+    refined = feedback.refined(pieces, vector, lambda asked: sentences.scored(pieces, asked, sentence.PARTS))
     expected = refined[ranking.shape.order]
     plain = (pieces.matrix @ np.asarray(vector, dtype=np.float32))[ranking.shape.order]
     assert ranking.ordered == pytest.approx(expected, abs=1e-6)
-    assert np.abs(ranking.ordered - plain).max() > 1e-3  # five pieces: shrunk towards the plain cosine, not it
+    assert np.abs(ranking.ordered - plain).max() > 1e-3  # six pieces: shrunk towards the plain cosine, not it
+    # The turn of two sentences is read by its best one too; the others as wholes.
+    whole = feedback.refined(pieces, vector, lambda asked: common.scored(pieces, asked, sentence.PARTS))
+    moved = np.flatnonzero(np.abs(refined - whole) > 1e-6)
+    assert pieces.messages[moved].tolist() == [pieces.messages[-1]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_turns_sentences_are_embedded_beside_it_and_held_with_it(owner, sentence_model):
+    thread = make_thread(owner, "studio")
+    turn, single, tool = append(
+        thread,
+        {"role": "user", "content": TWO_THINGS},
+        {"role": "assistant", "content": DEPLOY},
+        {"role": "tool", "tool_call_id": "c1", "content": f"{DEPLOY} {RELEASE}"},  # a tool's output: not cut
+    )
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel="studio")
+    held = vectors.held_scope(
+        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
+    )
+
+    stored = dict(Chunk.objects.filter(message__thread=thread).values_list("message_id", "sentences"))
+    rows = np.frombuffer(bytes(stored[turn.id]), dtype="<f2").reshape(-1, sentence.SENTENCE_DIMENSIONS)
+    own = np.asarray(sentence.embed(chunks.sentences(TWO_THINGS)))
+    assert len(rows) == 2 and stored[single.id] is None and stored[tool.id] is None
+    assert np.einsum("ij,ij->i", rows.astype(np.float64), own) == pytest.approx([1.0, 1.0], abs=1e-3)
+    (piece,) = Chunk.objects.filter(message=turn).values_list("id", flat=True)
+    assert held.sentence_of.tolist() == [piece, piece]
+    assert held.sentences == pytest.approx(own, abs=2e-3)
+
+    (later,) = append(thread, {"role": "assistant", "content": f"{RELEASE} {CAT}"})
+    embedded(thread)
+    again = vectors.held_scope(
+        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
+    )
+
+    (newer,) = Chunk.objects.filter(message=later).values_list("id", flat=True)
+    assert sorted(again.sentence_of.tolist()) == [piece, piece, newer, newer, newer]  # kept, and the new read
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_command_gives_turns_embedded_before_their_sentences_as_new_pieces(owner, sentence_model, monkeypatch):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    thread = make_thread(owner, "studio")
+    turn, single = append(thread, {"role": "user", "content": TWO_THINGS}, {"role": "assistant", "content": DEPLOY})
+    with monkeypatch.context() as before:  # a store embedded before turns had sentence vectors
+        before.setattr(choice, "embeds_sentences", lambda model: False)
+        embedded(thread)
+    old = dict(Chunk.objects.filter(message__thread=thread).values_list("message_id", "id"))
+    scope = resolve_scope(user=owner, channel="studio")
+    held = vectors.held_scope(
+        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
+    )
+    changes = EmbeddingProgress.objects.get(thread=thread).changes
+    assert Chunk.objects.filter(message__thread=thread, sentences__isnull=False).count() == 0
+    assert len(held.sentences) == 0
+
+    out = StringIO()
+    call_command("embeddings", "--sentences", stdout=out)
+    again = StringIO()
+    call_command("embeddings", "--sentences", stdout=again)
+
+    assert out.getvalue().splitlines()[-1] == (
+        f"1 turns in 1 threads given their sentences with {sentence.SENTENCE_MODEL}"
+    )
+    assert again.getvalue().splitlines()[-1].startswith("0 turns")
+    now = dict(Chunk.objects.filter(message__thread=thread).values_list("message_id", "id"))
+    assert now[single.id] == old[single.id] and now[turn.id] != old[turn.id]  # stored again: a new piece
+    rows = np.frombuffer(bytes(Chunk.objects.get(pk=now[turn.id]).sentences), dtype="<f2")
+    own = np.asarray(sentence.embed(chunks.sentences(TWO_THINGS)))
+    rows = rows.reshape(-1, sentence.SENTENCE_DIMENSIONS).astype(np.float64)
+    assert np.einsum("ij,ij->i", rows, own) == pytest.approx([1.0, 1.0], abs=1e-3)
+    assert EmbeddingProgress.objects.get(thread=thread).changes == changes + 1
+    reread = vectors.held_scope(
+        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
+    )
+    assert reread.sentence_of.tolist() == [now[turn.id]] * 2  # a process holding the thread reads it afresh
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_sentences_command_refuses_a_model_that_embeds_turns_whole(owner, settings):
+    from django.core.management import CommandError, call_command
+
+    settings.THREADMEM_EMBEDDING_MODEL = ""
+    settings.THREADMEM_SENTENCE_EMBEDDINGS = False
+    settings.THREADMEM_STATIC_EMBEDDINGS = True
+
+    with pytest.raises(CommandError, match="embeds a turn whole"):
+        call_command("embeddings", "--sentences")
+    with pytest.raises(CommandError, match="leave out --status"):
+        call_command("embeddings", "--sentences", "--status")

@@ -155,6 +155,10 @@ class Chunk(models.Model):
     text = models.TextField()
     dimensions = models.PositiveIntegerField()
     embedding = EmbeddingField()
+    # The unit vectors of the piece's sentences when a turn of a conversation holds several (embeddings/chunks.py):
+    # float16 rows of ``dimensions`` each; NULL for any other piece (nullable, so that SQLite adds the column in
+    # place, keeping the full-text index's triggers on this table).
+    sentences = models.BinaryField(null=True, editable=False)
 
     class Meta:
         ordering = ["message_id", "part"]

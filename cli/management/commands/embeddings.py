@@ -1,4 +1,4 @@
-"""``manage.py embeddings [--channel C] [--status] [--queue]``: embed what is missing, or report.
+"""``manage.py embeddings [--channel C] [--status] [--queue] [--sentences]``: embed what is missing, or report.
 
 Without options: embeds, in this process, every message of every thread (or
 of ``--channel``) that the embedding model in force (the configured one, else the in-process one:
@@ -6,7 +6,9 @@ of ``--channel``) that the embedding model in force (the configured one, else th
 reported (and recorded on its progress row) and the command goes on with the
 next one, exiting non-zero at the end. ``--queue`` hands each thread to the
 Celery workers instead. ``--status`` prints, per thread behind or failing,
-how far it is embedded and its last error.
+how far it is embedded and its last error. ``--sentences`` gives the turns
+a store embedded before turns had sentence vectors their sentences' vectors
+(``sentence_backfill.py``), thread by thread.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from threadmem.domain import selectors
 from threadmem.errors import DomainError
-from threadmem.features.embeddings import choice, tasks
+from threadmem.features.embeddings import choice, sentence_backfill, tasks
 from threadmem.features.embeddings import thread_embedding as service
 from threadmem.infrastructure import llm
 from threadmem.models import EmbeddingProgress, Thread
@@ -31,9 +33,19 @@ class Command(BaseCommand):
         parser.add_argument("--owner", help="the --channel's owner (username), when several owners hold it")
         parser.add_argument("--status", action="store_true", help="report progress and failures; embed nothing")
         parser.add_argument("--queue", action="store_true", help="queue Celery tasks instead of embedding here")
+        parser.add_argument(
+            "--sentences", action="store_true", help="embed the sentences of turns embedded before turns had them"
+        )
 
     def handle(
-        self, *args: Any, channel: str | None, owner: str | None, status: bool, queue: bool, **options: Any
+        self,
+        *args: Any,
+        channel: str | None,
+        owner: str | None,
+        status: bool,
+        queue: bool,
+        sentences: bool,
+        **options: Any,
     ) -> None:
         model = choice.active_model()
         if not model:
@@ -41,13 +53,20 @@ class Command(BaseCommand):
                 "no embedding model is in force: set OPENAI_BASE_URL and THREADMEM_EMBEDDING_MODEL, "
                 "or leave THREADMEM_STATIC_EMBEDDINGS on"
             )
-        thread_ids = service.threads_behind(model)
+        if sentences and (status or queue):
+            raise CommandError("--sentences runs here: leave out --status and --queue")
+        if sentences and not choice.embeds_sentences(model):
+            raise CommandError(f"{model} embeds a turn whole: only the sentence model embeds its sentences")
+        thread_ids = sentence_backfill.threads_to_fill(model) if sentences else service.threads_behind(model)
         if channel is not None:
             try:
                 thread_id = selectors.thread_named(channel=channel, owner=owner).pk
             except DomainError as exc:
                 raise CommandError(exc.message) from None
             thread_ids = [t for t in thread_ids if t == thread_id]
+        if sentences:
+            self._sentences(model, thread_ids)
+            return
         if status:
             self._status(model, thread_ids)
             return
@@ -71,6 +90,14 @@ class Command(BaseCommand):
         self.stdout.write(f"{len(thread_ids) - failed} of {len(thread_ids)} threads embedded with {model}")
         if failed:
             raise CommandError(f"{failed} threads failed; run again once the model server answers")
+
+    def _sentences(self, model: str, thread_ids: list[int]) -> None:
+        total = 0
+        for done, thread_id in enumerate(thread_ids, 1):
+            stored = sentence_backfill.fill_thread(thread_id=thread_id, model=model)
+            total += stored
+            self.stdout.write(f"[{done}/{len(thread_ids)}] thread {thread_id}: {stored} turns given their sentences")
+        self.stdout.write(f"{total} turns in {len(thread_ids)} threads given their sentences with {model}")
 
     def _status(self, model: str, thread_ids: list[int]) -> None:
         progress = {

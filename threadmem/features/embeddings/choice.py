@@ -60,6 +60,12 @@ def start_loading() -> None:
         sentence.start_loading()
 
 
+def embeds_sentences(model: str) -> bool:
+    """Whether a conversation turn's sentences are embedded apart too (``chunks.sentences``): the sentence model's,
+    where it was measured; a configured server would be called for each."""
+    return model == sentence.SENTENCE_MODEL
+
+
 def meaning_ready(model: str) -> bool:
     """Whether a search may embed its query with ``model`` now: the sentence model once loaded in this process (its
     load started here if it was not), any other model always (the static one loads in a moment, a server is

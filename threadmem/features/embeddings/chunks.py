@@ -9,6 +9,7 @@ strings are code points).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -18,6 +19,11 @@ CHUNK_OVERLAP = 200
 CUT_SLACK = 100
 # Leaves shorter than this say nothing an embedding can use ("ls", "-l").
 LEAF_MIN_CHARS = 3
+# A turn's sentences, each embedded too (search/ranked/sentences.py): those of at least this many words, in a piece
+# of two to SENTENCES_MAX of them (more is a document, not a turn).
+SENTENCE_MIN_WORDS = 3
+SENTENCES_MAX = 16
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -55,3 +61,10 @@ def message_pieces(content: str, leaves: Iterable[tuple[str, str]]) -> list[Piec
             Piece(f"tool_args.{path}", start, value[start:end], end == len(value)) for start, end in spans(value)
         )
     return pieces
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a piece of prose worth a vector of their own: none when it has one (its vector says what
+    the sentence says) or more than ``SENTENCES_MAX``."""
+    found = [part.strip() for part in _SENTENCE_END.split(text) if len(part.split()) >= SENTENCE_MIN_WORDS]
+    return found if 2 <= len(found) <= SENTENCES_MAX else []

@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from threadmem.domain.backlogs import threads_to_embed
 from threadmem.features.embeddings import choice
-from threadmem.features.embeddings.chunks import message_pieces
+from threadmem.features.embeddings.chunks import message_pieces, sentences
 from threadmem.infrastructure import llm
 from threadmem.infrastructure.fields import pgvector_in_use
 from threadmem.models import WITHDRAWN_PREFIX, Chunk, EmbeddingProgress, Message, Thread, ToolArgument
@@ -58,6 +58,9 @@ VECTOR_INDEX_MAX_DIMENSIONS = 2_000
 HALFVEC_INDEX_MAX_DIMENSIONS = 4_000
 # How much of an error an EmbeddingProgress row keeps.
 ERROR_MAX_CHARS = 2_000
+# The messages whose content is prose, whose sentences are embedded too (a tool's output is not cut so).
+PROSE_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
+SENTENCE_DTYPE = np.dtype("<f2")
 
 
 class _ThreadDeleted(Exception):
@@ -152,13 +155,14 @@ def embed_thread(*, thread_id: int, model: str | None = None) -> EmbedOutcome:
     remembered = _Remembered()
     try:
         while True:
-            batch, through_seq, read, read_as = _next_batch(thread_id=thread_id, model=model, after=after)
+            batch, split, through_seq, read, read_as = _next_batch(thread_id=thread_id, model=model, after=after)
             if read == 0:
                 break
             stored, through_seq = _store(
                 progress=progress,
                 model=model,
                 batch=batch,
+                split=split,
                 through_seq=through_seq,
                 read_as=read_as,
                 remembered=remembered,
@@ -203,10 +207,10 @@ def _progress(*, thread_id: int, model: str) -> EmbeddingProgress | None:
 ReadAs = dict[int, tuple[int, int, Any]]
 
 
-def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk], int, int, ReadAs]:
+def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk], list[list[str]], int, int, ReadAs]:
     """The pieces of the next messages after seq ``after``: about PIECES_PER_BATCH, whole messages only.
 
-    Returns (unsaved chunks without vectors, the seq they run through,
+    Returns (unsaved chunks without vectors, each one's sentences to embed too, the seq they run through,
     messages read, what the cut messages were). A message is never split across batches, so
     ``embedded_seq`` always marks whole messages. A message that already has
     pieces of ``model`` is passed over: its pieces are stored whole, in one
@@ -215,6 +219,8 @@ def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk],
     """
     embedded = Chunk.objects.filter(message_id=OuterRef("pk"), model=model)
     pieces: list[Chunk] = []
+    split: list[list[str]] = []
+    with_sentences = choice.embeds_sentences(model)
     read_as: ReadAs = {}
     through_seq, read = after, 0
     while len(pieces) < PIECES_PER_BATCH:
@@ -222,30 +228,34 @@ def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk],
             Message.objects.filter(thread_id=thread_id, seq__gt=through_seq)
             .order_by("seq")
             .annotate(embedded=Exists(embedded))
-            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls", "embedded")[:MESSAGES_PER_READ]
+            .values_list("id", "seq", "kind", "model_visible", "content", "tool_calls", "embedded", "role")[
+                :MESSAGES_PER_READ
+            ]
         )
         with_arguments = [row[0] for row in rows if row[5]]
         leaves = _leaves(with_arguments) if with_arguments else {}
-        for message_id, seq, kind, visible, content, calls, done in rows:
+        for message_id, seq, kind, visible, content, calls, done, role in rows:
             if kind == Message.Kind.MESSAGE and visible and not done:
                 read_as[message_id] = (seq, len(content), calls)
-                pieces.extend(
-                    Chunk(
-                        message_id=message_id,
-                        part=part,
-                        field=piece.field,
-                        start=piece.start,
-                        end_of_field=piece.last,
-                        text=piece.text,
+                prose = with_sentences and role in PROSE_ROLES
+                for part, piece in enumerate(message_pieces(content, leaves.get(message_id, []))):
+                    pieces.append(
+                        Chunk(
+                            message_id=message_id,
+                            part=part,
+                            field=piece.field,
+                            start=piece.start,
+                            end_of_field=piece.last,
+                            text=piece.text,
+                        )
                     )
-                    for part, piece in enumerate(message_pieces(content, leaves.get(message_id, [])))
-                )
+                    split.append(sentences(piece.text) if prose and piece.field == "content" else [])
             through_seq, read = seq, read + 1
             if len(pieces) >= PIECES_PER_BATCH:
                 break
         if len(rows) < MESSAGES_PER_READ:
             break
-    return pieces, through_seq, read, read_as
+    return pieces, split, through_seq, read, read_as
 
 
 def _grown_since_read(read_as: ReadAs) -> int | None:
@@ -292,24 +302,29 @@ def _store(
     progress: EmbeddingProgress,
     model: str,
     batch: list[Chunk],
+    split: list[list[str]],
     through_seq: int,
     read_as: ReadAs,
     remembered: _Remembered,
 ) -> tuple[int, int]:
-    """Embed and store the batch with the progress it makes; answer (pieces stored, the seq it runs through).
+    """Embed and store the batch with the progress it makes, each piece's ``split`` sentences' vectors with it;
+    answer (pieces stored, the seq it runs through).
 
     A message an import grew while the model was answering (``--follow``)
     keeps none of its old pieces: the batch stops before it, and the next
     batch reads it as it is now.
     """
     if batch:
-        vectors = remembered.vectors([chunk.text for chunk in batch], model=model)
+        wanted = [chunk.text for chunk in batch] + [sentence for its in split for sentence in its]
+        vectors = remembered.vectors(wanted, model=model)
         dimensions = {len(vector) for vector in vectors}
         if len(dimensions) != 1:
             raise llm.LLMBadResponse(f"embeddings: vectors of different lengths in one answer: {sorted(dimensions)}")
         (size,) = dimensions
-        for chunk, vector in zip(batch, vectors, strict=True):
+        rest = iter(vectors[len(batch) :])
+        for chunk, vector, its in zip(batch, vectors[: len(batch)], split, strict=True):
             chunk.model, chunk.dimensions, chunk.embedding = model, size, vector
+            chunk.sentences = np.asarray([next(rest) for _ in its], dtype=SENTENCE_DTYPE).tobytes() if its else None
         ensure_hnsw_index(size)
     with transaction.atomic():
         grown = _grown_since_read(read_as) if batch else None

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from threadmem.features.search.ranked import common, feedback, vectors
+from threadmem.features.search.ranked import feedback, sentences, vectors
 
 # The neighbour's share of a message's score, for a sentence model and a configured one (the static model's
 # ranking is left as it was tuned: 0); the second neighbour's (seq ± 2), for the sentence model only (tuned with it).
@@ -106,15 +106,15 @@ def meaning(
 ) -> Ranking | None:
     """The scope's messages by their similarity to ``vector`` in context; None when there is nothing to score.
     ``second_weight``: the share of the better of the messages two before and two after; ``parts``: the model's
-    parts, each read without the scope's common direction (``common.py``) and refined by the best pieces
-    (``feedback.py``), else the plain cosine."""
+    parts, each read without the scope's common direction (``common.py``), a turn by its best sentence too
+    (``sentences.py``), refined by the best pieces (``feedback.py``); else the plain cosine."""
     if parts is None:
         found = vectors.scored(pieces=pieces, vector=vector)
     else:
         held = vectors.held_scope(pieces=pieces, width=len(vector))
         found = None
         if len(held.ids) and any(vector):
-            found = held, feedback.refined(held, vector, lambda asked: common.scored(held, asked, parts))
+            found = held, feedback.refined(held, vector, lambda asked: sentences.scored(held, asked, parts))
     if found is None:
         return None
     held, scores = found

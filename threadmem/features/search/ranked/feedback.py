@@ -48,6 +48,11 @@ def refined(
     return score(common.unit(vector) + FEEDBACK_WEIGHT * held.matrix[best].astype(np.float64).mean(axis=0))
 
 
+def thread_count(held: vectors.Held) -> int:
+    """How many threads ``held``'s pieces are of (computed once per held scope)."""
+    return _threads(held)[1]
+
+
 def _threads(held: vectors.Held) -> tuple[np.ndarray, int]:
     """Each held piece's thread as an index from 0, and how many threads; computed once per held scope."""
 

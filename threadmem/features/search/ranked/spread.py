@@ -111,7 +111,7 @@ def global_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     # One key for the owner (or every operator) and project: the keyword index and vectors kept for it follow its
     # pieces.
     key = (model, "global", owner) if scope.project is None else (model, "global", owner, scope.project)
-    return ScopePieces(ids=ids, key=key)
+    return ScopePieces(ids=ids, key=key, sentences=False)
 
 
 def _threads(cursor, vendor: str, model: str, progress: dict[int, tuple[int, int]]) -> list[ThreadPieces]:

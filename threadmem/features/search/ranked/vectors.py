@@ -51,6 +51,9 @@ class Held:
     # Each chunk's message's thread and seq: where it sits among its thread's messages (``context.py``).
     threads: np.ndarray | None = None
     seqs: np.ndarray | None = None
+    # The unit vectors of the pieces' sentences (``Chunk.sentences``), and the piece each is of (its id).
+    sentences: np.ndarray | None = None
+    sentence_of: np.ndarray | None = None
     # What rankings derive from these vectors once (context.py's layout, common.py's direction): kept with them,
     # gone with them (a scope read again with other pieces is another Held).
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -77,12 +80,20 @@ def clear() -> None:
         _held.clear()
 
 
+def held_bytes(held: Held) -> int:
+    """What ``held``'s vectors take in this process, its sentences' included."""
+    return held.matrix.nbytes + (held.sentences.nbytes if held.sentences is not None else 0)
+
+
 @dataclass(frozen=True)
 class ScopePieces:
     """The ids of the pieces of ``model`` a scope may show now, ascending, and the scope's statement (the key)."""
 
     ids: np.ndarray
     key: tuple
+    # Whether their sentences' vectors are held with them: one thread's scope, where a turn is read by its best
+    # sentence too (sentences.py); across threads they would only take memory.
+    sentences: bool = True
 
     @cached_property
     def shown(self) -> frozenset[int]:
@@ -116,7 +127,7 @@ def fits(pieces: int, width: int) -> bool:
 
 def held_scope(*, pieces: ScopePieces, width: int) -> Held:
     """The scope's pieces held in this process with their vectors of ``width`` dimensions (read once)."""
-    return _vectors(key=(*pieces.key, width), ids=pieces.ids, width=width)
+    return _vectors(key=(*pieces.key, width), ids=pieces.ids, width=width, sentences=pieces.sentences)
 
 
 def scored(*, pieces: ScopePieces, vector: list[float]) -> tuple[Held, np.ndarray] | None:
@@ -164,25 +175,46 @@ def _best_messages(held: Held, scores: np.ndarray, order: np.ndarray, *, k: int,
     return found
 
 
-def _read(ids: np.ndarray) -> list[tuple[int, int, np.ndarray | None, int, int]]:
-    """(piece, message, vector, thread, seq) of ``ids``. pgvector's binary form (``vector_send``: two 16-bit
-    counts, then big-endian float32s) reads ~5 times faster than its text, which the field parses."""
+def _read(ids: np.ndarray, *, sentences: bool) -> list[tuple[int, int, np.ndarray | None, int, int, bytes]]:
+    """(piece, message, vector, thread, seq, its sentences' vectors: empty unless ``sentences``) of ``ids``.
+    pgvector's binary form (``vector_send``: two 16-bit counts, then big-endian float32s) reads ~5 times faster
+    than its text, which the field parses."""
     if not pgvector_in_use(connection):
         columns = ("id", "message_id", "embedding", "message__thread_id", "message__seq")
-        return list(Chunk.objects.filter(id__in=ids.tolist()).values_list(*columns))
+        found = Chunk.objects.filter(id__in=ids.tolist())
+        if not sentences:
+            return [(*row, b"") for row in found.values_list(*columns)]
+        return [(*row[:5], bytes(row[5] or b"")) for row in found.values_list(*columns, "sentences")]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT c.id, c.message_id, vector_send(c.embedding), m.thread_id, m.seq FROM threadmem_chunk c "
-            "JOIN threadmem_message m ON m.id = c.message_id WHERE c.id = ANY(%s)",
+            "SELECT c.id, c.message_id, vector_send(c.embedding), m.thread_id, m.seq, "
+            f"{'c.sentences' if sentences else 'NULL'} "
+            "FROM threadmem_chunk c JOIN threadmem_message m ON m.id = c.message_id WHERE c.id = ANY(%s)",
             [ids.tolist()],
         )
         return [
-            (chunk_id, message_id, np.frombuffer(bytes(raw), dtype=">f4", offset=4) if raw is not None else None, *at)
-            for chunk_id, message_id, raw, *at in cursor.fetchall()
+            (
+                chunk_id,
+                message_id,
+                np.frombuffer(bytes(raw), dtype=">f4", offset=4) if raw is not None else None,
+                thread_id,
+                seq,
+                bytes(said or b""),
+            )
+            for chunk_id, message_id, raw, thread_id, seq, said in cursor.fetchall()
         ]
 
 
-def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> Held:
+def _sentence_rows(raw: bytes, width: int) -> np.ndarray | None:
+    """A piece's stored sentence vectors (float16 rows) as unit float32 rows; None when it has none of ``width``."""
+    if not raw or len(raw) % (2 * width):
+        return None
+    rows = np.frombuffer(raw, dtype="<f2").reshape(-1, width).astype(FLOAT32)
+    lengths = np.linalg.norm(rows, axis=1, keepdims=True)
+    return np.divide(rows, lengths, out=np.zeros_like(rows), where=lengths > 0)
+
+
+def _vectors(*, key: tuple, ids: np.ndarray, width: int, sentences: bool, here: bool = False) -> Held:
     """The held vectors of exactly ``ids``, reading the ones not held yet: more than ``READ_BATCH`` of them on
     the warming thread (``warm.py``), unless ``here``."""
     with _lock:
@@ -200,33 +232,44 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> 
     threads = np.zeros(len(ids), dtype=np.int64)
     seqs = np.zeros(len(ids), dtype=np.int64)
     matrix = np.zeros((len(ids), width), dtype=FLOAT32)
+    said: list[np.ndarray] = []
+    said_of: list[np.ndarray] = []
     if held is not None and known.any():
         messages[known] = held.messages[at[known]]
         matrix[known] = held.matrix[at[known]]
         if held.threads is not None and held.seqs is not None:
             threads[known], seqs[known] = held.threads[at[known]], held.seqs[at[known]]
+        if held.sentences is not None and held.sentence_of is not None:
+            kept = np.isin(held.sentence_of, ids[known])
+            said.append(held.sentences[kept])
+            said_of.append(held.sentence_of[kept])
     missing = np.flatnonzero(~known)
     if len(missing) > READ_BATCH and not here:
         # A cold scope is read to the end whatever this search's deadline; a search queued behind another's
         # read of the same scope finds it held by then.
-        return warm.uncancelled(lambda: _vectors(key=key, ids=ids, width=width, here=True))
+        return warm.uncancelled(lambda: _vectors(key=key, ids=ids, width=width, sentences=sentences, here=True))
 
     try:
         # In batches, each kept as soon as it is read: a search stopped while a large scope is read for the
         # first time leaves the next one less to read, never the same again.
         for first in range(0, len(missing), READ_BATCH):
             batch = missing[first : first + READ_BATCH]
-            read = {chunk_id: rest for chunk_id, *rest in _read(ids[batch])}
-            rows = [read.get(chunk_id, (0, None, 0, 0)) for chunk_id in ids[batch].tolist()]
+            read = {chunk_id: rest for chunk_id, *rest in _read(ids[batch], sentences=sentences)}
+            rows = [read.get(chunk_id, (0, None, 0, 0, b"")) for chunk_id in ids[batch].tolist()]
             messages[batch] = [message_id for message_id, *_ in rows]
-            threads[batch] = [thread_id for _, _, thread_id, _ in rows]
-            seqs[batch] = [seq for *_, seq in rows]
+            threads[batch] = [thread_id for _, _, thread_id, _, _ in rows]
+            seqs[batch] = [seq for _, _, _, seq, _ in rows]
             # Another width is another model's vector: never a match (a zero row).
             fits = [i for i, (_, embedding, *_) in enumerate(rows) if embedding is not None and len(embedding) == width]
             if fits:
                 block = np.asarray([rows[i][1] for i in fits], dtype=FLOAT32)
                 lengths = np.linalg.norm(block, axis=1, keepdims=True)
                 matrix[batch[fits]] = np.divide(block, lengths, out=block.copy(), where=lengths > 0)
+            for i in fits:
+                found = _sentence_rows(rows[i][4], width)
+                if found is not None:
+                    said.append(found)
+                    said_of.append(np.full(len(found), ids[batch[i]], dtype=np.int64))
             known[batch] = True
     finally:
         kept = matrix[known]
@@ -237,10 +280,12 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, here: bool = False) -> 
             live=np.any(kept != 0, axis=1),
             threads=threads[known],
             seqs=seqs[known],
+            sentences=np.concatenate(said) if said else np.zeros((0, width), dtype=FLOAT32),
+            sentence_of=np.concatenate(said_of) if said_of else np.zeros(0, dtype=np.int64),
         )
         with _lock:
             _held[key] = fresh
             _held.move_to_end(key)
-            while len(_held) > 1 and sum(h.matrix.nbytes for h in _held.values()) > CACHE_MAX_BYTES:
+            while len(_held) > 1 and sum(held_bytes(h) for h in _held.values()) > CACHE_MAX_BYTES:
                 _held.popitem(last=False)
     return fresh
