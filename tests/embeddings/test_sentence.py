@@ -486,3 +486,31 @@ def test_the_sentences_command_refuses_a_model_that_embeds_turns_whole(owner, se
         call_command("embeddings", "--sentences")
     with pytest.raises(CommandError, match="leave out --status"):
         call_command("embeddings", "--sentences", "--status")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_whose_sentences_pass_the_byte_cap_holds_none_and_scores_its_turns_whole(
+    owner, sentence_model, monkeypatch
+):
+    thread = make_thread(owner, "studio")
+    append(thread, {"role": "user", "content": TWO_THINGS}, {"role": "assistant", "content": DEPLOY})
+    embedded(thread)
+    scope = resolve_scope(user=owner, channel="studio")
+    piece_bytes = 4 * sentence.SENTENCE_DIMENSIONS
+    monkeypatch.setattr(vectors, "CACHE_MAX_BYTES", 3 * piece_bytes)  # two pieces fit, not their two sentences too
+
+    def held() -> vectors.Held:
+        pieces = vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL)
+        return vectors.held_scope(pieces=pieces, width=sentence.SENTENCE_DIMENSIONS)
+
+    first = held()
+    append(thread, {"role": "assistant", "content": f"{RELEASE} {CAT}"})
+    embedded(thread)
+    again = held()
+
+    assert len(first.ids) == 2 and first.sentences is None and first.sentence_of is None
+    assert len(again.ids) == 3 and again.sentences is None  # not the new turn's alone
+    (vector,) = choice.embed([TWO_THINGS], model=sentence.SENTENCE_MODEL)
+    assert sentences.scored(again, vector, sentence.PARTS) == pytest.approx(
+        common.scored(again, vector, sentence.PARTS)
+    )

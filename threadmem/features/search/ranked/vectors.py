@@ -51,7 +51,8 @@ class Held:
     # Each chunk's message's thread and seq: where it sits among its thread's messages (``context.py``).
     threads: np.ndarray | None = None
     seqs: np.ndarray | None = None
-    # The unit vectors of the pieces' sentences (``Chunk.sentences``), and the piece each is of (its id).
+    # The unit vectors of the pieces' sentences (``Chunk.sentences``), and the piece each is of (its id); None: not
+    # held for this scope (across threads, or past the byte cap).
     sentences: np.ndarray | None = None
     sentence_of: np.ndarray | None = None
     # What rankings derive from these vectors once (context.py's layout, common.py's direction): kept with them,
@@ -223,6 +224,8 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, sentences: bool, here: 
             _held.move_to_end(key)
     if held is not None and np.array_equal(held.ids, ids):
         return held
+    # A scope whose sentences passed the byte cap once holds none: read again, only its new pieces would have them.
+    sentences = sentences and (held is None or held.sentences is not None)
     if held is not None:
         at = np.clip(np.searchsorted(held.ids, ids), 0, max(0, len(held.ids) - 1))
         known = held.ids[at] == ids if len(held.ids) else np.zeros(len(ids), dtype=bool)
@@ -273,6 +276,10 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, sentences: bool, here: 
             known[batch] = True
     finally:
         kept = matrix[known]
+        said_rows = np.concatenate(said) if said else np.zeros((0, width), dtype=FLOAT32)
+        of = np.concatenate(said_of) if said_of else np.zeros(0, dtype=np.int64)
+        inside = np.isin(of, ids[known])  # a batch cut short leaves its pieces, and their sentences, for later
+        held_sentences = sentences and kept.nbytes + said_rows[inside].nbytes <= CACHE_MAX_BYTES
         fresh = Held(
             ids=ids[known],
             messages=messages[known],
@@ -280,8 +287,8 @@ def _vectors(*, key: tuple, ids: np.ndarray, width: int, sentences: bool, here: 
             live=np.any(kept != 0, axis=1),
             threads=threads[known],
             seqs=seqs[known],
-            sentences=np.concatenate(said) if said else np.zeros((0, width), dtype=FLOAT32),
-            sentence_of=np.concatenate(said_of) if said_of else np.zeros(0, dtype=np.int64),
+            sentences=said_rows[inside] if held_sentences else None,
+            sentence_of=of[inside] if held_sentences else None,
         )
         with _lock:
             _held[key] = fresh
