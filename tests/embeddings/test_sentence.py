@@ -514,3 +514,37 @@ def test_a_thread_whose_sentences_pass_the_byte_cap_holds_none_and_scores_its_tu
     assert sentences.scored(again, vector, sentence.PARTS) == pytest.approx(
         common.scored(again, vector, sentence.PARTS)
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_channel_the_best_thread_is_ranked_as_a_search_of_it_alone_ranks_it(owner, sentence_model):
+    from threadmem.features.search.ranked import spread
+
+    studio, home = make_thread(owner, "studio"), make_thread(owner, "home")
+    append(studio, *STUDIO, {"role": "user", "content": TWO_THINGS})
+    append(home, {"role": "user", "content": CAT}, {"role": "assistant", "content": f"{DEPLOY} {RELEASE}"})
+    embedded(studio, home)
+    everywhere, there = resolve_scope(user=owner, channel=None), resolve_scope(user=owner, channel="studio")
+    model = sentence.SENTENCE_MODEL
+
+    _, across = lane.meaning_ranking(
+        scope=everywhere,
+        query=STUDIO_QUERY,
+        model=model,
+        k=10,
+        held=spread.global_pieces(scope=everywhere, model=model),
+        read=True,
+    )
+    _, alone = lane.meaning_ranking(
+        scope=there,
+        query=STUDIO_QUERY,
+        model=model,
+        k=10,
+        held=vectors.scope_pieces(scope=there, model=model),
+        read=True,
+    )
+
+    in_studio = np.isin(across.shape.messages, alone.shape.messages)
+    assert in_studio.sum() == len(alone.shape.messages) == 6
+    assert across.own[in_studio] == pytest.approx(alone.own, abs=1e-6)  # scored as the thread's own search scores
+    assert across.own[in_studio].min() > across.own[~in_studio].max()

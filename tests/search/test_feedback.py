@@ -84,3 +84,21 @@ def test_a_thread_of_few_pieces_is_read_once():
     held = held_of([[1.0, 0.0], [0.0, 1.0], [0.7, 0.7]], threads=[1, 1, 1])
 
     assert feedback.refined(held, [1.0, 0.0], cosine(held)) == pytest.approx(cosine(held)([1.0, 0.0]))
+
+
+def test_across_threads_the_best_thread_is_scored_as_a_search_of_it_alone_reads_it():
+    on_topic = [[1.0, 0.1 * i, 0.0] for i in range(5)]
+    elsewhere = [[0.6, 0.0, 0.8], [0.0, 1.0, 0.0], [0.2, 0.0, 1.0]]
+    held = held_of([*on_topic, *elsewhere], threads=[1] * 5 + [2] * 3)
+    query = [1.0, 0.0, 0.0]
+    asked = []
+
+    def alone(rows: np.ndarray) -> np.ndarray:
+        asked.append(rows.tolist())
+        return np.arange(len(rows), dtype=np.float64)  # any scores: they replace the thread's
+
+    scores = feedback.refined(held, query, cosine(held), alone=alone)
+
+    assert asked == [[0, 1, 2, 3, 4]]  # the thread whose best pieces answer
+    assert scores[:5] == pytest.approx([0, 1, 2, 3, 4])
+    assert scores[5:] == pytest.approx(feedback.refined(held, query, cosine(held))[5:])  # the others as before

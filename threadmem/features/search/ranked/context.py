@@ -114,11 +114,33 @@ def meaning(
         held = vectors.held_scope(pieces=pieces, width=len(vector))
         found = None
         if len(held.ids) and any(vector):
-            found = held, feedback.refined(held, vector, lambda asked: sentences.scored(held, asked, parts))
+            scores = feedback.refined(
+                held,
+                vector,
+                lambda asked: sentences.scored(held, asked, parts),
+                alone=lambda rows: _alone(pieces, held, rows, vector, parts),
+            )
+            found = held, scores
     if found is None:
         return None
     held, scores = found
     return _ranking(held, scores, second_weight=second_weight, newest_first=False)
+
+
+def _alone(
+    pieces: vectors.ScopePieces,
+    held: vectors.Held,
+    rows: np.ndarray,
+    vector: list[float],
+    parts: tuple[tuple[int, float], ...],
+) -> np.ndarray:
+    """The scores of ``held``'s pieces ``rows`` (one thread's) as a search of that thread reads them: held as a
+    scope of their own, with their sentences (``vectors.thread_part``)."""
+    part = vectors.held_scope(pieces=vectors.thread_part(pieces, held, rows), width=len(vector))
+    scores = feedback.refined(part, vector, lambda asked: sentences.scored(part, asked, parts))
+    at = np.clip(np.searchsorted(part.ids, held.ids[rows]), 0, max(len(part.ids) - 1, 0))
+    read = part.ids[at] == held.ids[rows] if len(part.ids) else np.zeros(len(rows), dtype=bool)
+    return np.where(read, scores[at] if len(part.ids) else -np.inf, -np.inf)
 
 
 def keyword(

@@ -12,8 +12,10 @@ first reading say which way the scope answers, so:
   ``THREAD_PIECES`` best pieces answer: a piece's score moves by
   ``THREAD_WEIGHT`` times its thread's mean of those scores less the best
   thread's, so the thread the question is about comes first and a lone
-  near miss in another thread falls behind. Feedback is left out there:
-  the best pieces of several threads pull the query between them.
+  near miss in another thread falls behind. Feedback over the whole scope
+  is left out there (the best pieces of several threads pull the query
+  between them); the best thread is then read as a search of it alone reads
+  it (``alone``): its own feedback, its own common direction, its turns' sentences.
 
 Both read only the scores of the pieces the caller's scope may show. Tuned on LoCoMo's tune half
 (docs/benchmarks.md, "What the meaning ranking learns from its best pieces").
@@ -34,13 +36,25 @@ THREAD_WEIGHT = 1.0
 
 
 def refined(
-    held: vectors.Held, vector: list[float], score: Callable[[list[float] | np.ndarray], np.ndarray]
+    held: vectors.Held,
+    vector: list[float],
+    score: Callable[[list[float] | np.ndarray], np.ndarray],
+    alone: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> np.ndarray:
-    """``score(vector)`` (each held piece's similarity, -inf: never a match) refined by its best pieces."""
+    """``score(vector)`` (each held piece's similarity, -inf: never a match) refined by its best pieces.
+
+    ``alone``: across threads, the scores of the best thread's pieces (their indexes in ``held``) as a search of
+    that thread alone reads them, which replace theirs: the thread the question is about is ranked as if asked
+    there, the others follow by their shifted scores."""
     scores = score(vector)
     groups, count = _threads(held)
     if count > 1:
-        return scores + _thread_shift(scores, groups, count)[groups]
+        shift = _thread_shift(scores, groups, count)
+        shifted = scores + shift[groups]
+        if alone is not None:
+            rows = np.flatnonzero(groups == int(np.argmax(shift)))
+            shifted[rows] = alone(rows)
+        return shifted
     live = np.flatnonzero(np.isfinite(scores))
     if len(live) <= FEEDBACK_PIECES:
         return scores

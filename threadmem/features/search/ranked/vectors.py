@@ -120,6 +120,13 @@ def scope_pieces(*, scope: SearchScope, model: str) -> ScopePieces | None:
     return ScopePieces(ids=ids, key=(model, sql, tuple(map(str, params))))
 
 
+def thread_part(pieces: ScopePieces, held: Held, rows: np.ndarray) -> ScopePieces:
+    """``held``'s pieces ``rows``, all of one thread of the scope ``pieces``, as a scope of their own whose
+    sentences are held with them (a global search reads its best thread so: ``feedback.refined``)."""
+    thread = int(held.threads[rows[0]]) if held.threads is not None and len(rows) else 0
+    return ScopePieces(ids=held.ids[rows], key=(*pieces.key, "thread", thread), sentences=True)
+
+
 def fits(pieces: int, width: int) -> bool:
     """Whether ``pieces`` vectors of ``width`` dimensions fit in the byte cap: a larger scope is ranked by the
     database, so the cap holds whatever the scope (a configured model's 1,536 dimensions fit ~11,000)."""
