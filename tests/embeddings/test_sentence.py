@@ -182,7 +182,9 @@ def test_the_lane_finds_a_paraphrase_that_keyword_search_misses(owner, sentence_
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner, sentence_model, monkeypatch):
+def test_while_the_model_loads_a_thread_is_ranked_with_the_static_model_and_a_global_search_by_keyword(
+    owner, sentence_model, monkeypatch
+):
     thread = make_thread(owner, "ops")
     lunch = "Lunch was a sandwich from the place on the corner."
     (evidence, *_) = append(
@@ -195,13 +197,21 @@ def test_a_search_ranks_by_keyword_until_the_model_has_loaded_and_says_so(owner,
     monkeypatch.setattr(minilm, "_loaded", None)
     monkeypatch.setattr(universal, "_loaded", None)
     monkeypatch.setattr(sentence, "_loading", None)
+    query = f"{PARAPHRASE} cat"
 
-    loading = semantic_part(search_memory(user=owner, query=f"{PARAPHRASE} cat", channel="ops").text)
-    sentence._loading.join(timeout=60)  # the search started the load on a background thread
-    loaded = semantic_part(search_memory(user=owner, query=f"{PARAPHRASE} cat", channel="ops").text)
+    with monkeypatch.context() as still:  # held in its loading state, whatever the machine's speed
+        still.setattr(sentence, "start_loading", lambda: None)
+        in_thread = semantic_part(search_memory(user=owner, query=query, channel="ops").text)
+        everywhere = semantic_part(search_memory(user=owner, query=query).text)
+    search_memory(user=owner, query=query, channel="ops")  # starts the load on a background thread
+    sentence._loading.join(timeout=60)
+    loaded = semantic_part(search_memory(user=owner, query=query, channel="ops").text)
 
-    assert loading.startswith(f"{lane.LOADING_NOTE}\n{lane.KEYWORD_HEAD}\n")
-    assert f"messageId={evidence.id} " not in loading  # the paraphrase has no word in common: meaning finds it
+    # The paraphrase shares no word with the evidence: the static model's meaning finds it in the thread.
+    assert in_thread.startswith(f"{lane.STATIC_LOADING_NOTE}\n{lane.HEAD}\n")
+    assert f"messageId={evidence.id} " in in_thread
+    assert everywhere.startswith(f"{lane.LOADING_NOTE}\n{lane.KEYWORD_HEAD}\n")
+    assert f"messageId={evidence.id} " not in everywhere
     assert sentence.ready()
     assert loaded.startswith(f"{lane.CONTEXT_HEAD}\n--- messageId=")
     assert f"messageId={evidence.id} " in loaded

@@ -12,6 +12,7 @@ lock: a search and an embedding run may ask for it at the same moment.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,11 @@ EMBED_BATCH = 512
 
 _lock = threading.Lock()
 _model: Any = None
+
+
+def available() -> bool:
+    """Whether the wordllama package is installed."""
+    return importlib.util.find_spec("wordllama") is not None
 
 
 def package_folder() -> Path:

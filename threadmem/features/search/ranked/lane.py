@@ -20,6 +20,7 @@ already lists and stop at an entry's end when the room runs out.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from threadmem.features.search.ranked import (
     backlog,
     context,
     keyword,
+    loading,
     neighbours,
     packing,
     spread,
@@ -46,6 +48,8 @@ from threadmem.features.search.ranked import (
 from threadmem.features.search.shared_sql import ids_table
 from threadmem.infrastructure import llm
 from threadmem.lib.windows import Window
+
+logger = logging.getLogger(__name__)
 
 # Messages each ranking contributes, and listed at most (the room cuts sooner):
 # meaning still finds evidence deep in its ranking (docs/search.md, "Ranked memory results").
@@ -91,8 +95,12 @@ CONTEXT_HEAD = (
     "Ranked by keyword relevance and meaning, best first, each message scored beside its thread's messages just "
     f"before and after it {_HEAD_END}"
 )
-# While this process loads its in-process model (MiniLM, on a background thread): the keyword ranking alone.
+# While this process loads the sentence model (on a background thread): the keyword ranking alone, or in a thread
+# with the static model's meaning computed for it (loading.py).
 LOADING_NOTE = "The meaning model is still loading in this process: these are ranked by keyword relevance only."
+STATIC_LOADING_NOTE = (
+    "The meaning model is still loading in this process: meaning here is the static model's until it has loaded."
+)
 FAILED_NOTE = (
     "The meaning model did not load in this process (its log says why): these are ranked by keyword relevance only."
 )
@@ -355,9 +363,12 @@ def ranked_results(
     # scope's kept per thread (spread.py); None when there are too many to hold: the database ranks them.
     held = (spread.global_pieces if scope.is_global else vectors.scope_pieces)(scope=scope, model=model)
     note = ""
+    by_meaning: list[Hit] = []
     if meaning_on and not choice.meaning_ready(model):
         meaning_on, note = False, FAILED_NOTE if choice.meaning_failed(model) else LOADING_NOTE
-    by_meaning: list[Hit] = []
+        found = loading_hits(held, text) if note == LOADING_NOTE and loading.possible(scope, held) else None
+        if found is not None:
+            by_meaning, note = found, STATIC_LOADING_NOTE
     in_context = None
     try:
         if meaning_on:
@@ -371,7 +382,8 @@ def ranked_results(
         if keyword_on
         else []
     )
-    weight = STATIC_MEANING_WEIGHT if model == static.STATIC_MODEL else CONFIGURED_MEANING_WEIGHT
+    static_meaning = model == static.STATIC_MODEL or note == STATIC_LOADING_NOTE
+    weight = STATIC_MEANING_WEIGHT if static_meaning else CONFIGURED_MEANING_WEIGHT
     fused = with_details(fuse(by_keyword, by_meaning, meaning_weight=weight)[:RANKED_TOP_K])
     listed_beside = lists_neighbours(model, in_context)
     if listed_beside:
@@ -404,6 +416,19 @@ def ranked_results(
         lines = {r.match.message_id: by_thread[r.match.thread_id] for r in fused if r.match.thread_id in by_thread}
     head = KEYWORD_HEAD if note in (LOADING_NOTE, FAILED_NOTE) else HEAD if listed_beside else CONTEXT_HEAD
     return RankedText.of(f"{notes}\n{head}" if notes else head, entries, note=notes, thread_lines=lines)
+
+
+def loading_hits(held: vectors.ScopePieces | None, query: str) -> list[Hit] | None:
+    """The static model's meaning ranking of a thread while the sentence model loads (``loading.py``); None when
+    it failed (logged: the keyword ranking stands alone)."""
+    if held is None:
+        return None
+    try:
+        found = loading.meaning(held=held, query=query, k=RANKED_TOP_K, min_score=STATIC_MIN_SIMILARITY)
+    except Exception:  # a broken static install must not cost the keyword ranking
+        logger.exception("the static model's meaning ranking failed while the sentence model loads")
+        return None
+    return [Hit(*hit) for hit in found]
 
 
 def backlog_note(scope: SearchScope, model: str) -> str:

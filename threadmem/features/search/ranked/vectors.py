@@ -155,6 +155,14 @@ def nearest(*, pieces: ScopePieces, vector: list[float], k: int, min_score: floa
     if found is None:
         return []
     held, scores = found
+    return best_of(held, scores, k=k, min_score=min_score)
+
+
+def best_of(held: Held, scores: np.ndarray, *, k: int, min_score: float) -> list[tuple[int, int, float]]:
+    """(message id, its best piece's id, score) of the ``k`` messages whose pieces score best in ``scores`` (one
+    per held piece), at least ``min_score``, best first."""
+    if not len(scores):
+        return []
     # The best pieces first: sorting a global scope's every score cost more than the product itself. A message's
     # pieces may crowd the candidates, so all are sorted when these run out before ``k`` messages.
     candidates = min(len(scores), CANDIDATES_PER_RESULT * k)
