@@ -9,8 +9,8 @@ vectors, so the static ones are computed here: the thread's pieces are read
 and embedded once per held scope (~70 ms for a conversation of 600 turns),
 then a query costs one product. Nothing is stored. A search without a
 channel is ranked by keyword alone meanwhile: embedding an owner's every
-piece does not fit its budget (docs/benchmarks.md, "The static model while
-the sentence model loads").
+piece does not fit its budget (docs/benchmarks.md,
+"The static model while the sentence model loads").
 """
 
 from __future__ import annotations
