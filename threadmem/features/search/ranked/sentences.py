@@ -10,9 +10,11 @@ plus ``SENTENCE_SHARE`` times its best sentence's, each read without the
 scope's common direction (``common.py``; the sentences' own, computed once
 per held scope). A piece without sentences scores as before.
 
-Across several threads the pieces score as a whole: a lone sentence near the
-question in another conversation then pulled it in (tuned on LoCoMo's tune
-half, docs/benchmarks.md, "A turn read by its best sentence").
+Across several threads the pieces score as wholes (a lone sentence near the
+question in another conversation pulled it in); the thread the question is
+about is then read as a search of it alone reads it, sentences included
+(``feedback.refined``'s ``alone``). Tuned on LoCoMo's tune half
+(docs/benchmarks.md, "A turn read by its best sentence").
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ class ScopePieces:
     ids: np.ndarray
     key: tuple
     # Whether their sentences' vectors are held with them: one thread's scope, where a turn is read by its best
-    # sentence too (sentences.py); across threads they would only take memory.
+    # sentence too (sentences.py); not a global scope's, whose best thread is held apart with them (thread_part).
     sentences: bool = True
 
     @cached_property
