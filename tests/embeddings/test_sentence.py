@@ -38,6 +38,13 @@ print(model, len(vector))
 """
 
 
+def held_in_process(scope) -> vectors.Held:
+    """The scope's pieces of the sentence model as this process holds them for a search (sentences included)."""
+    return vectors.held_scope(
+        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
+    )
+
+
 @pytest.fixture
 def sentence_model(settings):
     """The sentence model in force, as a fresh install runs it (no model server)."""
@@ -419,9 +426,7 @@ def test_a_turns_sentences_are_embedded_beside_it_and_held_with_it(owner, senten
     )
     embedded(thread)
     scope = resolve_scope(user=owner, channel="studio")
-    held = vectors.held_scope(
-        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
-    )
+    held = held_in_process(scope)
 
     stored = dict(Chunk.objects.filter(message__thread=thread).values_list("message_id", "sentences"))
     rows = np.frombuffer(bytes(stored[turn.id]), dtype="<f2").reshape(-1, sentence.SENTENCE_DIMENSIONS)
@@ -434,9 +439,7 @@ def test_a_turns_sentences_are_embedded_beside_it_and_held_with_it(owner, senten
 
     (later,) = append(thread, {"role": "assistant", "content": f"{RELEASE} {CAT}"})
     embedded(thread)
-    again = vectors.held_scope(
-        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
-    )
+    again = held_in_process(scope)
 
     (newer,) = Chunk.objects.filter(message=later).values_list("id", flat=True)
     assert sorted(again.sentence_of.tolist()) == [piece, piece, newer, newer, newer]  # kept, and the new read
@@ -455,9 +458,7 @@ def test_the_command_gives_turns_embedded_before_their_sentences_as_new_pieces(o
         embedded(thread)
     old = dict(Chunk.objects.filter(message__thread=thread).values_list("message_id", "id"))
     scope = resolve_scope(user=owner, channel="studio")
-    held = vectors.held_scope(
-        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
-    )
+    held = held_in_process(scope)
     changes = EmbeddingProgress.objects.get(thread=thread).changes
     assert Chunk.objects.filter(message__thread=thread, sentences__isnull=False).count() == 0
     assert len(held.sentences) == 0
@@ -478,9 +479,7 @@ def test_the_command_gives_turns_embedded_before_their_sentences_as_new_pieces(o
     rows = rows.reshape(-1, sentence.SENTENCE_DIMENSIONS).astype(np.float64)
     assert np.einsum("ij,ij->i", rows, own) == pytest.approx([1.0, 1.0], abs=1e-3)
     assert EmbeddingProgress.objects.get(thread=thread).changes == changes + 1
-    reread = vectors.held_scope(
-        pieces=vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL), width=sentence.SENTENCE_DIMENSIONS
-    )
+    reread = held_in_process(scope)
     assert reread.sentence_of.tolist() == [now[turn.id]] * 2  # a process holding the thread reads it afresh
 
 
@@ -509,14 +508,10 @@ def test_a_thread_whose_sentences_pass_the_byte_cap_holds_none_and_scores_its_tu
     piece_bytes = 4 * sentence.SENTENCE_DIMENSIONS
     monkeypatch.setattr(vectors, "CACHE_MAX_BYTES", 3 * piece_bytes)  # two pieces fit, not their two sentences too
 
-    def held() -> vectors.Held:
-        pieces = vectors.scope_pieces(scope=scope, model=sentence.SENTENCE_MODEL)
-        return vectors.held_scope(pieces=pieces, width=sentence.SENTENCE_DIMENSIONS)
-
-    first = held()
+    first = held_in_process(scope)
     append(thread, {"role": "assistant", "content": f"{RELEASE} {CAT}"})
     embedded(thread)
-    again = held()
+    again = held_in_process(scope)
 
     assert len(first.ids) == 2 and first.sentences is None and first.sentence_of is None
     assert len(again.ids) == 3 and again.sentences is None  # not the new turn's alone

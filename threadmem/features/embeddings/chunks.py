@@ -10,8 +10,10 @@ strings are code points).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 CHUNK_CHARS = 1_000
 CHUNK_OVERLAP = 200
@@ -19,11 +21,15 @@ CHUNK_OVERLAP = 200
 CUT_SLACK = 100
 # Leaves shorter than this say nothing an embedding can use ("ls", "-l").
 LEAF_MIN_CHARS = 3
+# The field a message's own text is embedded under (a tool argument's: "tool_args.<path>").
+CONTENT_FIELD = "content"
 # A turn's sentences, each embedded too (search/ranked/sentences.py): those of at least this many words, in a piece
 # of two to SENTENCES_MAX of them (more is a document, not a turn).
 SENTENCE_MIN_WORDS = 3
 SENTENCES_MAX = 16
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# How a piece's sentence vectors are stored (``Chunk.sentences``): float16 rows, half float32's room.
+SENTENCE_DTYPE = np.dtype("<f2")
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ def spans(text: str, *, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -
 
 def message_pieces(content: str, leaves: Iterable[tuple[str, str]]) -> list[Piece]:
     """The pieces of one message: ``leaves`` are (path, value) of its tool-call arguments."""
-    pieces = [Piece("content", start, content[start:end], end == len(content)) for start, end in spans(content)]
+    pieces = [Piece(CONTENT_FIELD, start, content[start:end], end == len(content)) for start, end in spans(content)]
     for path, value in leaves:
         if len(value.strip()) < LEAF_MIN_CHARS:
             continue
@@ -68,3 +74,15 @@ def sentences(text: str) -> list[str]:
     the sentence says) or more than ``SENTENCES_MAX``."""
     found = [part.strip() for part in _SENTENCE_END.split(text) if len(part.split()) >= SENTENCE_MIN_WORDS]
     return found if 2 <= len(found) <= SENTENCES_MAX else []
+
+
+def packed_sentences(vectors: Sequence[Sequence[float]]) -> bytes | None:
+    """A piece's sentence vectors as ``Chunk.sentences`` stores them (None: it has none)."""
+    return np.asarray(vectors, dtype=SENTENCE_DTYPE).tobytes() if len(vectors) else None
+
+
+def unpacked_sentences(raw: bytes, width: int) -> np.ndarray | None:
+    """``Chunk.sentences``' rows of ``width`` dimensions as float32; None when it holds none of that width."""
+    if not raw or len(raw) % (SENTENCE_DTYPE.itemsize * width):
+        return None
+    return np.frombuffer(raw, dtype=SENTENCE_DTYPE).reshape(-1, width).astype(np.float32)

@@ -14,14 +14,13 @@ not brought back.
 
 from __future__ import annotations
 
-import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from threadmem.features.embeddings import choice
-from threadmem.features.embeddings.chunks import sentences
-from threadmem.features.embeddings.thread_embedding import PIECES_PER_BATCH, PROSE_ROLES, SENTENCE_DTYPE
+from threadmem.features.embeddings.chunks import CONTENT_FIELD, packed_sentences, sentences
+from threadmem.features.embeddings.thread_embedding import PIECES_PER_BATCH, PROSE_ROLES
 from threadmem.models import Chunk, EmbeddingProgress
 
 COPIED = ("message_id", "model", "part", "field", "start", "end_of_field", "text", "dimensions", "embedding")
@@ -29,7 +28,7 @@ COPIED = ("message_id", "model", "part", "field", "start", "end_of_field", "text
 
 def _candidates(model: str):
     """The pieces of ``model`` that may lack their sentences: prose turns' content stored without any."""
-    return Chunk.objects.filter(model=model, field="content", sentences__isnull=True, message__role__in=PROSE_ROLES)
+    return Chunk.objects.filter(model=model, field=CONTENT_FIELD, sentences__isnull=True, message__role__in=PROSE_ROLES)
 
 
 def threads_to_fill(model: str) -> list[int]:
@@ -57,7 +56,7 @@ def fill_thread(*, thread_id: int, model: str) -> int:
         fresh = {
             piece.pk: Chunk(
                 **{name: getattr(piece, name) for name in COPIED},
-                sentences=np.asarray([next(vectors) for _ in said], dtype=SENTENCE_DTYPE).tobytes(),
+                sentences=packed_sentences([next(vectors) for _ in said]),
             )
             for piece, said in todo
         }

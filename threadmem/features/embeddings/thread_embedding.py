@@ -36,7 +36,7 @@ from django.utils import timezone
 
 from threadmem.domain.backlogs import threads_to_embed
 from threadmem.features.embeddings import choice
-from threadmem.features.embeddings.chunks import message_pieces, sentences
+from threadmem.features.embeddings.chunks import CONTENT_FIELD, message_pieces, packed_sentences, sentences
 from threadmem.infrastructure import llm
 from threadmem.infrastructure.fields import pgvector_in_use
 from threadmem.models import WITHDRAWN_PREFIX, Chunk, EmbeddingProgress, Message, Thread, ToolArgument
@@ -60,7 +60,6 @@ HALFVEC_INDEX_MAX_DIMENSIONS = 4_000
 ERROR_MAX_CHARS = 2_000
 # The messages whose content is prose, whose sentences are embedded too (a tool's output is not cut so).
 PROSE_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
-SENTENCE_DTYPE = np.dtype("<f2")
 
 
 class _ThreadDeleted(Exception):
@@ -249,7 +248,7 @@ def _next_batch(*, thread_id: int, model: str, after: int) -> tuple[list[Chunk],
                             text=piece.text,
                         )
                     )
-                    split.append(sentences(piece.text) if prose and piece.field == "content" else [])
+                    split.append(sentences(piece.text) if prose and piece.field == CONTENT_FIELD else [])
             through_seq, read = seq, read + 1
             if len(pieces) >= PIECES_PER_BATCH:
                 break
@@ -324,7 +323,7 @@ def _store(
         rest = iter(vectors[len(batch) :])
         for chunk, vector, its in zip(batch, vectors[: len(batch)], split, strict=True):
             chunk.model, chunk.dimensions, chunk.embedding = model, size, vector
-            chunk.sentences = np.asarray([next(rest) for _ in its], dtype=SENTENCE_DTYPE).tobytes() if its else None
+            chunk.sentences = packed_sentences([next(rest) for _ in its])
         ensure_hnsw_index(size)
     with transaction.atomic():
         grown = _grown_since_read(read_as) if batch else None

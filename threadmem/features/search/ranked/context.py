@@ -136,11 +136,9 @@ def _alone(
 ) -> np.ndarray:
     """The scores of ``held``'s pieces ``rows`` (one thread's) as a search of that thread reads them: held as a
     scope of their own, with their sentences (``vectors.thread_part``)."""
+    # The part holds exactly those pieces, in the same (id) order: its scores are theirs, row for row.
     part = vectors.held_scope(pieces=vectors.thread_part(pieces, held, rows), width=len(vector))
-    scores = feedback.refined(part, vector, lambda asked: sentences.scored(part, asked, parts))
-    at = np.clip(np.searchsorted(part.ids, held.ids[rows]), 0, max(len(part.ids) - 1, 0))
-    read = part.ids[at] == held.ids[rows] if len(part.ids) else np.zeros(len(rows), dtype=bool)
-    return np.where(read, scores[at] if len(part.ids) else -np.inf, -np.inf)
+    return feedback.refined(part, vector, lambda asked: sentences.scored(part, asked, parts))
 
 
 def keyword(

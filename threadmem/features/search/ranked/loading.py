@@ -1,13 +1,12 @@
 """Meaning while the sentence model loads: the static model's, computed for the thread searched.
 
-A web process starts loading the sentence model as it starts (~1.4 s:
-``embeddings/sentence.py``). A thread searched meanwhile is ranked by
-meaning with the static model (``embeddings/static.py``, a few hundred
-milliseconds to load), fused with the keyword ranking at the static model's
-weight, as a store embedded with it would be. A store holds one model's
-vectors, so the static ones are computed here: the thread's pieces are read
-and embedded once per held scope (~70 ms for a conversation of 600 turns),
-then a query costs one product. Nothing is stored. A search without a
+A web process starts loading the sentence model as it starts
+(``embeddings/sentence.py``). A thread searched meanwhile is ranked by
+meaning with the static model (``embeddings/static.py``, quick to load),
+fused with the keyword ranking at the static model's weight, as a store
+embedded with it would be. A store holds one model's vectors, so the static
+ones are computed here: the thread's pieces are read and embedded once per
+held scope, then a query costs one product. Nothing is stored. A search without a
 channel is ranked by keyword alone meanwhile: embedding an owner's every
 piece does not fit its budget (docs/benchmarks.md,
 "The static model while the sentence model loads").
@@ -15,16 +14,12 @@ piece does not fit its budget (docs/benchmarks.md,
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from threadmem.domain.scope import SearchScope
 from threadmem.features.embeddings import sentence, static
 from threadmem.features.search.ranked import vectors
 from threadmem.models import Chunk
-
-logger = logging.getLogger(__name__)
 
 
 def possible(scope: SearchScope, held: vectors.ScopePieces | None) -> bool:

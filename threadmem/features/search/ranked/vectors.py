@@ -28,6 +28,7 @@ import numpy as np
 
 from threadmem.domain.db import reading as connection  # where reads go now (the primary outside a model-facing read)
 from threadmem.domain.scope import SearchScope
+from threadmem.features.embeddings.chunks import unpacked_sentences
 from threadmem.features.search.ranked import warm
 from threadmem.features.search.shared_sql import in_subquery
 from threadmem.infrastructure.fields import FLOAT32, pgvector_in_use
@@ -222,10 +223,10 @@ def _read(ids: np.ndarray, *, sentences: bool) -> list[tuple[int, int, np.ndarra
 
 
 def _sentence_rows(raw: bytes, width: int) -> np.ndarray | None:
-    """A piece's stored sentence vectors (float16 rows) as unit float32 rows; None when it has none of ``width``."""
-    if not raw or len(raw) % (2 * width):
+    """A piece's stored sentence vectors as unit rows; None when it has none of ``width``."""
+    rows = unpacked_sentences(raw, width)
+    if rows is None:
         return None
-    rows = np.frombuffer(raw, dtype="<f2").reshape(-1, width).astype(FLOAT32)
     lengths = np.linalg.norm(rows, axis=1, keepdims=True)
     return np.divide(rows, lengths, out=np.zeros_like(rows), where=lengths > 0)
 
